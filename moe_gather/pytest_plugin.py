@@ -1,0 +1,232 @@
+"""moe-gather's pytest plugin: the GPT-OSS BMM1 cases, the GPU under test, and the tiers.
+
+Registered through the `pytest11` entry point, so any pytest run in an environment with moe-gather installed has it.
+
+Options
+    --gpu {auto,hopper,blackwell,cpu}   which kernel tier to test (default auto).
+        auto       the GPU present decides: compute capability 9.x -> hopper, 10.x -> blackwell; no CUDA device
+                   (or one with no kernel) -> cpu.
+        hopper     requires an sm_90 GPU, blackwell requires an sm_100-class GPU; anything else stops the run
+                   with a usage error naming what was found (never a green run that tested nothing).
+        cpu        the CPU tier only: GPU tests skip, saying so.
+    --routing {zipf,uniform,all}        routing modes to parametrize (default all).
+    --model {gpt-oss-120b,gpt-oss-20b,all}   models to parametrize (default gpt-oss-120b).
+    --batch-sizes 128,4096              batch sizes (default: the model's 48-size ladder).
+
+Tests ask for the `case` fixture to be parametrized over every selected (model, routing, batch) with ids like
+`gpt-oss-120b-zipf-bs4096` (96 cases for gpt-oss-120b); `problem` gives that case's inputs on the GPU under test
+(expert weights are built once per model and session). `gpu` gives the resolved GpuTarget.
+
+Markers
+    gpu          needs a CUDA GPU with a kernel tier (hopper or blackwell); skipped on the CPU tier with the reason.
+    hopper       needs the hopper tier.      blackwell   needs the blackwell tier.
+    benchmark    a throughput measurement (pytest-benchmark).
+
+pytest-xdist: each worker takes one GPU (worker i of n gets GPU i mod count), set through CUDA_VISIBLE_DEVICES
+before CUDA initialises in the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+import torch
+import triton  # imported here, once: pytester's in-process runs cannot re-import its native module
+
+from .problem import MODELS, cases
+from .routing import ROUTINGS
+
+ARCH_BY_MAJOR = {9: "hopper", 10: "blackwell"}  # compute capability major -> kernel tier
+TIERS = ("auto", "hopper", "blackwell", "cpu")
+_TARGET = pytest.StashKey["GpuTarget"]()
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    tier: str  # "hopper", "blackwell" or "cpu"
+    name: str | None = None  # device name, None without a CUDA device
+    capability: tuple[int, int] | None = None
+    why_cpu: str = ""  # why the tier is cpu
+
+    @property
+    def found(self) -> str:
+        if self.name is None:
+            return "no CUDA device"
+        return f"{self.name} (sm_{self.capability[0]}{self.capability[1]})"
+
+
+def detect_gpu() -> tuple[str, tuple[int, int]] | None:
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_name(), torch.cuda.get_device_capability()
+
+
+def resolve_target(requested: str, found) -> GpuTarget:
+    """--gpu value and the detected device -> GpuTarget; raises pytest.UsageError when they disagree."""
+    name, capability = found if found else (None, None)
+    arch = ARCH_BY_MAJOR.get(capability[0]) if capability else None
+    target = GpuTarget(arch or "cpu", name, capability)
+    if requested == "cpu":
+        return GpuTarget("cpu", name, capability, "--gpu cpu: CPU tier only")
+    if requested == "auto":
+        if arch is None:
+            why = "no CUDA device" if name is None else f"no kernel for {target.found}"
+            return GpuTarget("cpu", name, capability, why)
+        return target
+    if arch != requested:
+        raise pytest.UsageError(f"--gpu {requested} needs a {requested.capitalize()} GPU, found {target.found}")
+    return target
+
+
+def _driver_version() -> str:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+        return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def _parse_batch_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise pytest.UsageError(f"--batch-sizes takes comma-separated integers, got {text!r}") from None
+    if not sizes or any(s <= 0 for s in sizes):
+        raise pytest.UsageError(f"--batch-sizes takes positive integers, got {text!r}")
+    return sizes
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("moe-gather")
+    group.addoption("--gpu", choices=TIERS, default="auto", help="kernel tier to test (default: auto)")
+    group.addoption("--routing", choices=(*ROUTINGS, "all"), default="all", help="routing modes (default: all)")
+    group.addoption("--model", choices=(*MODELS, "all"), default="gpt-oss-120b", help="models (default: 120b)")
+    group.addoption("--batch-sizes", default=None, help="comma-separated batch sizes (default: the ladder)")
+
+
+def _pin_xdist_worker_gpu(config):
+    """Under pytest-xdist, give this worker its own GPU before anything initialises CUDA."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    gpus = getattr(config, "workerinput", {}).get("moe_gather_gpus")
+    if worker and gpus:
+        index = int(worker.removeprefix("gw"))
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist controller: tell each worker the GPUs to choose from (the controller's visible devices)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        visible = ",".join(str(i) for i in range(torch.cuda.device_count()))
+    node.workerinput["moe_gather_gpus"] = [g for g in visible.split(",") if g.strip()]
+
+
+def pytest_configure(config):
+    for marker in (
+        "gpu: needs a CUDA GPU with a kernel tier (skipped on the CPU tier, with the reason)",
+        "hopper: needs the hopper tier (sm_90)",
+        "blackwell: needs the blackwell tier (sm_100)",
+        "benchmark: a throughput measurement",
+    ):
+        config.addinivalue_line("markers", marker)
+    if config.getoption("batch_sizes") is not None:
+        _parse_batch_sizes(config.getoption("batch_sizes"))
+    _pin_xdist_worker_gpu(config)
+    config.stash[_TARGET] = resolve_target(config.getoption("gpu"), detect_gpu())
+
+
+def pytest_report_header(config):
+    target = config.stash[_TARGET]
+    lines = [
+        f"moe-gather: tier {target.tier}, device {target.found}" + (f" ({target.why_cpu})" if target.why_cpu else "")
+    ]
+    if target.name is not None:
+        lines.append(f"moe-gather: driver {_driver_version()}, CUDA {torch.version.cuda}")
+    lines.append(
+        f"moe-gather: torch {torch.__version__}, triton {triton.__version__}, triton_kernels {_peer_version()}"
+    )
+    return lines
+
+
+def _peer_version() -> str:
+    from . import peer
+
+    return "present" if peer.available() else "absent"
+
+
+def selected_cases(config):
+    models = tuple(MODELS) if config.getoption("model") == "all" else (config.getoption("model"),)
+    routings = ROUTINGS if config.getoption("routing") == "all" else (config.getoption("routing"),)
+    text = config.getoption("batch_sizes")
+    return cases(models, routings, _parse_batch_sizes(text) if text else None)
+
+
+def pytest_generate_tests(metafunc):
+    if "case" in metafunc.fixturenames:
+        selected = selected_cases(metafunc.config)
+        metafunc.parametrize("case", selected, ids=[c.id for c in selected], scope="function")
+
+
+def _skip_reason(marker: str, target: GpuTarget) -> str | None:
+    if marker == "gpu" and target.tier == "cpu":
+        return f"needs a GPU kernel tier; running the CPU tier: {target.why_cpu}"
+    if marker in ("hopper", "blackwell") and target.tier != marker:
+        return f"needs the {marker} tier; running the {target.tier} tier on {target.found}"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    target = config.stash[_TARGET]
+    for item in items:
+        for marker in ("gpu", "hopper", "blackwell"):
+            if item.get_closest_marker(marker) and (reason := _skip_reason(marker, target)):
+                item.add_marker(pytest.mark.skip(reason=reason))
+                break
+
+
+@pytest.fixture(scope="session")
+def gpu(request) -> GpuTarget:
+    return request.config.stash[_TARGET]
+
+
+@pytest.fixture(scope="session")
+def _expert_params_cache():
+    return {}
+
+
+@pytest.fixture
+def problem(case, gpu, _expert_params_cache):
+    """The case's inputs on the GPU under test (CPU on the CPU tier)."""
+    from .problem import make_expert_params, make_problem
+
+    device = "cuda" if gpu.tier != "cpu" else "cpu"
+    key = (case.model.name, device)
+    if key not in _expert_params_cache:
+        _expert_params_cache.clear()  # one model's weights at a time bound device memory
+        _expert_params_cache[key] = make_expert_params(case.model, device)
+    return make_problem(case, device, _expert_params_cache[key])
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per test that recorded an fp8 agreement (bitwise-equal fraction, worst ulp) beside assert_close."""
+    rows = [
+        (rep.nodeid, rep.outcome, value)
+        for outcome in ("passed", "failed")
+        for rep in terminalreporter.stats.get(outcome, [])
+        for name, value in getattr(rep, "user_properties", ())
+        if name == "agreement" and rep.when == "call"
+    ]
+    if rows:
+        terminalreporter.section("moe-gather: fp8 agreement with the reference")
+        for nodeid, outcome, value in sorted(rows):
+            terminalreporter.write_line(f"{outcome:6} {nodeid.split('::')[-1]}: {value}")

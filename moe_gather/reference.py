@@ -1,0 +1,211 @@
+"""Golden reference for the GPT-OSS MoE first matmul (BMM1), and the comparisons every test uses.
+
+    out[t, j] = e4m3( swiglu( x[gather_indx[t]] * x_scale @ W[e(t)] + bias[e(t)] )[j] / out_scale )
+
+Semantics (the kernels match these; what they may differ in is stated as a tolerance in TOLERANCES):
+- Products are exact: x is fp8 e4m3, W is e2m1 times a power of two. The reduction over K runs in float64, so the
+  reference is exact up to float64 rounding of the sum (far below anything an fp8 output can show).
+- x_scale and bias are applied in float64: z = acc * x_scale + bias.
+- SwiGLU on interleaved pairs, z[:, 0::2] the gate and z[:, 1::2] the linear half, exactly as triton_kernels writes it:
+  gate = min(g, limit); linear = clamp(l, -limit, limit); y = gate * sigmoid(alpha * gate) * (linear + 1), in float64.
+- out = y / out_scale rounded once to fp8 e4m3 (round to nearest, ties to even), saturating: finite values beyond
+  +-448 and +-Inf become +-448 (PTX cvt.rn.satfinite). The division is exact (float64), not a multiply by 1/out_scale.
+- NaN propagates: a NaN anywhere in a row's reduction or in its bias gives NaN outputs (e4m3fn code 0x7F) for the
+  pairs it touches; min/clamp do not swallow NaN. (triton_kernels' min/max return the non-NaN operand and so turn a
+  NaN gate into `limit`; this project chose propagation.) -Inf gates give NaN (-Inf * sigmoid(-Inf) = -Inf * 0).
+- amax = max |y| over all outputs before the out scale, as float32 (NaN if any y is NaN); 0 for no rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .mxfp4 import MXFP4Weights, dequantize_mxfp4
+
+E4M3_MAX = 448.0
+E4M3_MIN_NORMAL_EXP = -6  # e4m3: 3 mantissa bits, exponents -6..8, subnormal quantum 2**-9
+
+
+# ===----------------------------------------------------------------------=== #
+# Reference Implementation
+# ===----------------------------------------------------------------------=== #
+
+
+def round_to_e4m3(v: torch.Tensor) -> torch.Tensor:
+    """float64 -> float64 on the e4m3 grid: RNE, saturate to +-448 (Inf too), NaN kept. Exact, one rounding."""
+    v = v.to(torch.float64)
+    a = v.abs()
+    _, e = torch.frexp(a)  # a = m * 2**e with m in [0.5, 1): floor(log2 a) = e - 1
+    quantum = torch.exp2((e - 1).clamp(min=E4M3_MIN_NORMAL_EXP).to(torch.float64) - 3)
+    r = torch.where(torch.isinf(a), E4M3_MAX, torch.round(a / quantum) * quantum)
+    return torch.copysign(r.clamp(max=E4M3_MAX), v)
+
+
+def to_e4m3(v: torch.Tensor) -> torch.Tensor:
+    """float -> torch.float8_e4m3fn with the semantics of round_to_e4m3 (torch's own cast maps overflow to NaN)."""
+    return round_to_e4m3(v).to(torch.float8_e4m3fn)
+
+
+def swiglu_reference(z: torch.Tensor, alpha: float, limit: float) -> torch.Tensor:
+    """[..., N] with interleaved (gate, linear) pairs -> [..., N/2], in the precision of z."""
+    gate, linear = z[..., 0::2], z[..., 1::2]
+    gate = torch.minimum(gate, torch.full_like(gate, limit))  # torch.minimum propagates NaN
+    linear = linear.clamp(-limit, limit)
+    return gate * torch.sigmoid(alpha * gate) * (linear + 1)
+
+
+@dataclass(frozen=True)
+class ReferenceOutput:
+    out: torch.Tensor  # float8_e4m3fn [tokens, N/2]
+    y: torch.Tensor  # float64 [tokens, N/2], before the out scale
+    amax: torch.Tensor  # float32 scalar tensor
+
+
+def _scalar(v) -> float:
+    return float(v.item()) if isinstance(v, torch.Tensor) else float(v)
+
+
+def moe_bmm1_reference(
+    x: torch.Tensor,
+    weights: MXFP4Weights,
+    bias: torch.Tensor,
+    gather_indx: torch.Tensor,
+    slice_sizes: torch.Tensor,
+    *,
+    x_scale,
+    out_scale,
+    alpha: float,
+    limit: float,
+) -> ReferenceOutput:
+    """The golden reference (module docstring), on x's device.
+
+    x [batch, K] fp8 e4m3; weights [E, K, N] MXFP4; bias [E, N] fp32; gather_indx [tokens] int (row of x for each
+    output row, expert-sorted); slice_sizes [E] int, summing to tokens; x_scale, out_scale: floats or 1-element
+    tensors; alpha, limit: SwiGLU parameters.
+    """
+    sizes = [int(s) for s in slice_sizes.tolist()]
+    tokens = gather_indx.shape[0]
+    if sum(sizes) != tokens:
+        raise ValueError(f"slice_sizes sum to {sum(sizes)} but gather_indx has {tokens} rows")
+    x_scale, out_scale = _scalar(x_scale), _scalar(out_scale)
+    y = torch.empty((tokens, weights.n // 2), dtype=torch.float64, device=x.device)
+    start = 0
+    for e, size in enumerate(sizes):
+        if size == 0:
+            continue
+        rows = x[gather_indx[start : start + size].long()].to(torch.float64)
+        w = dequantize_mxfp4(weights.expert(e), torch.float64)[0]
+        z = (rows @ w) * x_scale + bias[e].to(torch.float64)
+        y[start : start + size] = swiglu_reference(z, alpha, limit)
+        start += size
+    amax = y.abs().max().to(torch.float32) if tokens else torch.zeros((), dtype=torch.float32, device=x.device)
+    return ReferenceOutput(out=to_e4m3(y / out_scale), y=y, amax=amax)
+
+
+# ===----------------------------------------------------------------------=== #
+# Comparisons
+# ===----------------------------------------------------------------------=== #
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    maxtol: float  # max of |ref - out| / max(rms(ref), |ref|), both normalised by max |ref|
+    rmstol: float  # RMS of the same relative error
+    min_bitwise_equal: float  # fraction of fp8 outputs whose bytes must match the reference exactly
+    reason: str
+
+
+TOLERANCES = {
+    # The seed's test: maxtol 0.125 against triton_kernels, rmstol None meaning triton_kernels' default 4e-3.
+    # fp32 accumulation and fp32 epilogue flip an fp8 rounding now and then; an exact reference sees at most a few
+    # in a thousand move by one ulp.
+    "kernel": Tolerance(0.125, 4e-3, 0.99, "seed's maxtol; fp32 epilogue flips rare fp8 roundings by 1 ulp"),
+    "peer": Tolerance(0.125, 4e-3, 0.99, "triton_kernels: fp32 accumulate, y * (1/out_scale), fast exp"),
+}
+
+
+def assert_close(ref: torch.Tensor, out: torch.Tensor, *, maxtol: float, rmstol: float, description: str = ""):
+    """The seed's assert_close: errors relative to max(RMS(ref), |ref|) after normalising by max |ref|.
+
+    fp8 tensors are compared as the float32 values they hold. Unlike triton_kernels' version, NaN and Inf must sit
+    at the same places with the same signs (a NaN is never silently within tolerance). Returns (max_err, rms_err).
+    """
+    if ref.shape != out.shape:
+        raise AssertionError(f"{description}: shapes differ, ref {tuple(ref.shape)} out {tuple(out.shape)}")
+    ref, out = ref.to(torch.float32), out.to(torch.float32)
+    for name, mask_fn in (("NaN", torch.isnan), ("Inf", torch.isinf)):
+        if not torch.equal(mask_fn(ref), mask_fn(out)):
+            bad = int((mask_fn(ref) != mask_fn(out)).sum())
+            raise AssertionError(f"{description}: {bad} elements differ in being {name}")
+    if not torch.equal(torch.isinf(ref) & (ref > 0), torch.isinf(out) & (out > 0)):
+        raise AssertionError(f"{description}: Inf signs differ")
+    if ref.numel() == 0:
+        return 0.0, 0.0
+    finite = torch.isfinite(ref)
+    ref, out = torch.where(finite, ref, 0.0), torch.where(finite, out, 0.0)
+    eps = 1e-30
+    scale = 1.0 / (ref.abs().max() + eps)
+    ref, out = ref * scale, out * scale
+    ref_rms = ref.square().mean().sqrt() + eps
+    rel = (ref - out).abs() / torch.maximum(ref_rms, ref.abs())
+    max_err, rms_err = rel.max().item(), rel.square().mean().sqrt().item()
+    if max_err > maxtol or rms_err > rmstol:
+        worst = int(rel.argmax())
+        ref_w, out_w = ref.flatten()[worst] / scale, out.flatten()[worst] / scale
+        raise AssertionError(
+            f"{description}: max relative error {max_err:.4g} (tol {maxtol}), RMS {rms_err:.4g} (tol {rmstol}); "
+            f"worst at flat index {worst}: ref {ref_w:.6g} out {out_w:.6g}"
+        )
+    return max_err, rms_err
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Bitwise agreement of two fp8 e4m3 tensors."""
+
+    count: int
+    bitwise_equal: int
+    max_ulp: float  # inf when NaN-ness differs
+    nan_mismatch: int
+
+    @property
+    def bitwise_equal_fraction(self) -> float:
+        return self.bitwise_equal / self.count if self.count else 1.0
+
+    def __str__(self):
+        return (
+            f"bitwise equal {self.bitwise_equal_fraction:.5%} of {self.count}, worst {self.max_ulp:g} ulp, "
+            f"{self.nan_mismatch} NaN mismatches"
+        )
+
+
+def e4m3_ordinal(t: torch.Tensor) -> torch.Tensor:
+    """fp8 e4m3fn -> int32 on a line where neighbours differ by 1 ulp (+0 and -0 both 0)."""
+    b = t.view(torch.uint8).to(torch.int32)
+    mag = b & 0x7F
+    return torch.where(b & 0x80 != 0, -mag, mag)
+
+
+def compare_fp8(ref: torch.Tensor, out: torch.Tensor) -> Agreement:
+    if ref.dtype != torch.float8_e4m3fn or out.dtype != torch.float8_e4m3fn:
+        raise ValueError(f"compare_fp8 takes float8_e4m3fn tensors, got {ref.dtype} and {out.dtype}")
+    if ref.shape != out.shape:
+        raise ValueError(f"compare_fp8: shapes differ, {tuple(ref.shape)} and {tuple(out.shape)}")
+    nan_r, nan_o = torch.isnan(ref.to(torch.float32)), torch.isnan(out.to(torch.float32))
+    nan_mismatch = int((nan_r != nan_o).sum())
+    equal = int((ref.view(torch.uint8) == out.view(torch.uint8)).sum())
+    both = ~(nan_r | nan_o)
+    ulps = (e4m3_ordinal(ref) - e4m3_ordinal(out)).abs()[both]
+    max_ulp = float("inf") if nan_mismatch else float(ulps.max()) if ulps.numel() else 0.0
+    return Agreement(ref.numel(), equal, max_ulp, nan_mismatch)
+
+
+def check_against(ref: torch.Tensor, out: torch.Tensor, tolerance: Tolerance, description: str = "") -> Agreement:
+    """assert_close with `tolerance`, then the bitwise floor; returns the agreement for reporting."""
+    assert_close(ref, out, maxtol=tolerance.maxtol, rmstol=tolerance.rmstol, description=description)
+    agreement = compare_fp8(ref, out)
+    if agreement.bitwise_equal_fraction < tolerance.min_bitwise_equal:
+        raise AssertionError(f"{description}: {agreement}; needs {tolerance.min_bitwise_equal:.3%} bitwise equal")
+    return agreement

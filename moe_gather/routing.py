@@ -1,0 +1,159 @@
+"""Routing: router logits, top-k with softmax, the local expert shard, its gather indices and ragged metadata.
+
+Pure torch, on the CPU or a GPU. Logits are drawn from a CPU generator, so that a (case, seed) routes the same on
+every machine; routing itself runs on whatever device the logits are moved to, with a stable sort (ties go to the
+lower expert id) so that CPU and GPU agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+BLOCK_SIZES = (16, 32, 64, 128)  # BLOCK_M values the kernels tile ragged slices with
+SCHEDULE_PID_SHIFT = 16  # schedule entry = slice | pid_m << 16, as in the seed
+SCHEDULE_UNUSED = -1  # padding of the schedule past its last block
+
+
+@dataclass(frozen=True)
+class ZipfRouting:
+    """The seed's production-like router logits: a stable Zipf popularity over randomly permuted expert ids,
+    token clusters that prefer a few experts, a few experts hot for this batch, Gumbel noise (so top-k acts like
+    weighted sampling without replacement)."""
+
+    zipf_alpha: float = 1.10
+    num_clusters: int = 16
+    cluster_boost: float = 1.25
+    batch_hot_experts: int = 4
+    batch_hot_boost: float = 0.6
+    gumbel_scale: float = 0.75
+
+    def logits(self, batch: int, num_experts: int, top_k: int, g: torch.Generator) -> torch.Tensor:
+        ranks = torch.arange(1, num_experts + 1, dtype=torch.float32)
+        ranked = ranks.pow(-self.zipf_alpha)
+        ranked /= ranked.sum()
+        popularity = torch.empty_like(ranked)
+        popularity[torch.randperm(num_experts, generator=g)] = ranked
+        logits = popularity.clamp_min(1e-12).log().expand(batch, -1).clone()
+
+        cluster_size = min(num_experts, max(2 * top_k, num_experts // 16))
+        preferred = torch.stack(
+            [torch.multinomial(popularity, cluster_size, generator=g) for _ in range(self.num_clusters)]
+        )
+        token_cluster = torch.randint(self.num_clusters, (batch,), generator=g)
+        logits[torch.arange(batch)[:, None], preferred[token_cluster]] += self.cluster_boost
+
+        if self.batch_hot_experts:
+            hot = torch.multinomial(popularity, self.batch_hot_experts, generator=g)
+            logits[:, hot] += self.batch_hot_boost
+
+        gumbel = -torch.empty_like(logits).exponential_(generator=g).log()
+        return (logits + self.gumbel_scale * gumbel).to(torch.float16)
+
+
+def uniform_logits(batch: int, num_experts: int, g: torch.Generator) -> torch.Tensor:
+    return torch.randn((batch, num_experts), generator=g).to(torch.float16)
+
+
+ROUTINGS = ("zipf", "uniform")
+
+
+def make_logits(routing: str, batch: int, num_experts: int, top_k: int, seed: int) -> torch.Tensor:
+    """fp16 [batch, num_experts] router logits on the CPU, deterministic for (routing, shapes, seed)."""
+    g = torch.Generator().manual_seed(seed)
+    if routing == "zipf":
+        return ZipfRouting().logits(batch, num_experts, top_k, g)
+    if routing == "uniform":
+        return uniform_logits(batch, num_experts, g)
+    raise ValueError(f"routing must be one of {ROUTINGS}, got {routing!r}")
+
+
+def max_blocks(n_slices: int, tokens: int, block_m: int) -> int:
+    """Upper bound on sum(cdiv(slice_sizes, block_m)) from shapes alone (no device sync): each non-empty slice
+    holds one block plus floor((size - 1) / block_m) more, at most min(n_slices, tokens) slices are non-empty."""
+    nonempty = min(n_slices, tokens)
+    return nonempty + (tokens - nonempty) // block_m
+
+
+@dataclass(frozen=True)
+class RaggedMetadata:
+    """Where each local expert's rows lie in the expert-sorted token order, and the tiles over them."""
+
+    slice_sizes: torch.Tensor  # int32 [E]: rows routed to each local expert
+    slice_offs: torch.Tensor  # int32 [E + 1]: exclusive prefix sum of slice_sizes
+    expected_slice_size: int  # batch * top_k / num_experts: what config selection keys on
+    block_offs: dict[int, torch.Tensor] = field(repr=False)  # BLOCK_M -> int32 [E + 1], prefix sum of cdiv
+    block_schedule: dict[int, torch.Tensor] = field(repr=False)  # BLOCK_M -> int32 [max_blocks]: slice | pid_m << 16
+
+    @property
+    def n_slices(self) -> int:
+        return self.slice_sizes.shape[0]
+
+
+def make_ragged_metadata(slice_sizes: torch.Tensor, tokens: int, expected_slice_size: int) -> RaggedMetadata:
+    """Ragged metadata from slice sizes, on their device, without a host sync (`tokens` is the sum, known from
+    the gather indices' shape)."""
+    n = slice_sizes.shape[0]
+    if n >= 1 << SCHEDULE_PID_SHIFT:
+        raise ValueError(f"at most {(1 << SCHEDULE_PID_SHIFT) - 1} slices fit the packed schedule, got {n}")
+    sizes = slice_sizes.to(torch.int32)
+    zero = torch.zeros(1, dtype=torch.int32, device=sizes.device)
+    slice_offs = torch.cat((zero, sizes.cumsum(0, dtype=torch.int32)))
+    block_offs, block_schedule = {}, {}
+    for block_m in BLOCK_SIZES:
+        bound = max_blocks(n, tokens, block_m)
+        if bound >= 1 << (31 - SCHEDULE_PID_SHIFT):
+            raise ValueError(f"{tokens} rows need {bound} blocks of {block_m}: pid_m overflows the packed schedule")
+        offs = torch.cat((zero, ((sizes + block_m - 1) // block_m).cumsum(0, dtype=torch.int32)))
+        j = torch.arange(bound, dtype=torch.int32, device=sizes.device)
+        slice_of_block = torch.searchsorted(offs[1:], j, right=True).to(torch.int32).clamp(max=max(n - 1, 0))
+        pid_m = j - offs[slice_of_block] if n else j
+        packed = slice_of_block | (pid_m << SCHEDULE_PID_SHIFT)
+        block_offs[block_m] = offs
+        block_schedule[block_m] = torch.where(j < offs[-1], packed, SCHEDULE_UNUSED).to(torch.int32)
+    return RaggedMetadata(sizes, slice_offs, expected_slice_size, block_offs, block_schedule)
+
+
+@dataclass(frozen=True)
+class Routing:
+    """One batch routed, seen from one expert shard."""
+
+    expert_ids: torch.Tensor  # int32 [batch, top_k], global expert ids, best first
+    expert_weights: torch.Tensor  # float32 [batch, top_k], softmax over the selected logits
+    local_shard: int
+    local_experts: range  # global ids of the shard's experts
+    gather_indx: torch.Tensor  # int32 [tokens]: x row of each local output row, expert-sorted, tokens ascending
+    ragged: RaggedMetadata
+
+    @property
+    def tokens(self) -> int:
+        return self.gather_indx.shape[0]
+
+
+def topk_softmax(logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-k experts per token (stable: ties go to the lower id) and the softmax of their logits (float32)."""
+    values, ids = torch.sort(logits, dim=1, descending=True, stable=True)
+    return ids[:, :top_k].to(torch.int32), torch.softmax(values[:, :top_k].to(torch.float32), dim=1)
+
+
+def route(logits: torch.Tensor, top_k: int, num_shards: int, local_shard: int) -> Routing:
+    """Route every token to its top-k experts and keep the rows of `local_shard`'s experts (contiguous ids,
+    shard i owns [i * E / shards, (i + 1) * E / shards), as triton_kernels' make_expt_dict_uniform)."""
+    batch, num_experts = logits.shape
+    if num_experts % num_shards:
+        raise ValueError(f"{num_experts} experts do not split into {num_shards} shards")
+    if not 0 <= local_shard < num_shards:
+        raise ValueError(f"local_shard must be in [0, {num_shards}), got {local_shard}")
+    ids, weights = topk_softmax(logits, top_k)
+    per_shard = num_experts // num_shards
+    first = local_shard * per_shard
+    flat = ids.flatten().long()
+    token = torch.arange(batch, device=logits.device).repeat_interleave(top_k)
+    local = (flat >= first) & (flat < first + per_shard)
+    local_expert, local_token = flat[local] - first, token[local]
+    order = torch.argsort(local_expert * batch + local_token, stable=True)
+    gather_indx = local_token[order].to(torch.int32)
+    slice_sizes = torch.bincount(local_expert, minlength=per_shard).to(torch.int32)
+    ragged = make_ragged_metadata(slice_sizes, gather_indx.shape[0], batch * top_k // num_experts)
+    return Routing(ids, weights, local_shard, range(first, first + per_shard), gather_indx, ragged)

@@ -1,0 +1,165 @@
+"""The golden reference against an independent scalar float64 computation, and the comparison helpers."""
+
+import math
+
+import pytest
+import torch
+
+from moe_gather.mxfp4 import E2M1_VALUES, unpack_codes
+from moe_gather.problem import Case, MoEModel, make_problem, reference_for
+from moe_gather.reference import (
+    TOLERANCES,
+    Tolerance,
+    assert_close,
+    check_against,
+    compare_fp8,
+    round_to_e4m3,
+    swiglu_reference,
+    to_e4m3,
+)
+
+E4M3_FINITE = sorted({v for v in torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).float().tolist()
+                      if math.isfinite(v)})  # fmt: skip
+
+
+def _scalar_e4m3(v: float) -> float:
+    """Independent e4m3 rounding: nearest of the 253 finite values, ties to the even code, saturating."""
+    if math.isnan(v):
+        return v
+    if abs(v) >= 448:
+        return math.copysign(448.0, v)
+    mag = abs(v)
+    codes = torch.tensor(E4M3_FINITE).abs().unique().tolist()
+    best = min(codes, key=lambda c: (abs(c - mag), _e4m3_code(c) % 2))
+    return math.copysign(best, v)
+
+
+def _e4m3_code(value: float) -> int:
+    return int(torch.tensor([value]).to(torch.float8_e4m3fn).view(torch.uint8))
+
+
+def test_every_e4m3_value_is_a_fixed_point():
+    v = torch.tensor(E4M3_FINITE, dtype=torch.float64)
+    assert torch.equal(round_to_e4m3(v), v)
+
+
+def test_e4m3_rounding_matches_scalar_rule():
+    g = torch.Generator().manual_seed(3)
+    mags = torch.cat((torch.rand(300, generator=g) * 500, torch.rand(100, generator=g) * 2**-6, torch.rand(50) * 4))
+    grid = torch.tensor(E4M3_FINITE, dtype=torch.float64)
+    ties = (grid[1:] + grid[:-1]) / 2  # every midpoint, the hard cases
+    v = torch.cat((mags.double(), -mags.double(), ties))
+    want = torch.tensor([_scalar_e4m3(x) for x in v.tolist()], dtype=torch.float64)
+    assert torch.equal(round_to_e4m3(v), want)
+
+
+def test_e4m3_saturates_and_keeps_nan():
+    out = to_e4m3(torch.tensor([500.0, -1e30, float("inf"), -float("inf"), float("nan"), 464.0, 0.0, -0.0]))
+    got = out.float().tolist()
+    assert got[:4] == [448.0, -448.0, 448.0, -448.0]
+    assert math.isnan(got[4]) and got[5] == 448.0  # 464 is the tie between 448 and 480 (not finite): even -> 448
+    assert out.view(torch.uint8)[6:].tolist() == [0x00, 0x80]
+
+
+def _scalar_swiglu(g, lin, alpha, limit):
+    gate = g if math.isnan(g) else min(g, limit)
+    lin = lin if math.isnan(lin) else max(-limit, min(lin, limit))
+    return gate / (1 + math.exp(-alpha * gate)) * (lin + 1)
+
+
+def test_swiglu_matches_scalar_formula_on_interleaved_pairs():
+    z = torch.tensor([[-3.0, 0.5, 0.2, -2.0, 1.4, 9.0, 50.0, -0.3]], dtype=torch.float64)
+    got = swiglu_reference(z, alpha=1.1, limit=1.35)[0].tolist()
+    pairs = z[0].view(-1, 2).tolist()
+    want = [_scalar_swiglu(g, lin, 1.1, 1.35) for g, lin in pairs]
+    assert got == pytest.approx(want, rel=1e-15, abs=0)
+
+
+def test_swiglu_propagates_nan():
+    z = torch.tensor([[float("nan"), 0.1, 0.3, float("nan"), float("-inf"), 0.0, float("inf"), 0.0]])
+    got = swiglu_reference(z.double(), alpha=1.0, limit=1.4)[0]
+    assert torch.isnan(got[:3]).all()  # NaN gate, NaN linear, -Inf gate (-Inf * sigmoid(-Inf) = -Inf * 0)
+    assert got[3].item() == pytest.approx(1.4 / (1 + math.exp(-1.4)))  # +Inf gate clips to the limit
+
+
+TINY = MoEModel("tiny", num_experts=16, top_k=4, num_shards=4, hidden=64, n=16)
+
+
+def _scalar_bmm1(problem):
+    """Independent float64 computation, one output at a time, from the raw bytes."""
+    w, bias = problem.params.weights, problem.params.bias
+    codes = unpack_codes(w.codes).tolist()  # [E][N][K]
+    scales = w.scales.tolist()  # [E][N][K/32]
+    x = problem.x.float().tolist()
+    sizes = problem.routing.ragged.slice_sizes.tolist()
+    gather = problem.routing.gather_indx.tolist()
+    x_scale, out_scale = problem.x_scale.item(), problem.out_scale.item()
+    out, t = [], 0
+    for e, size in enumerate(sizes):
+        for _ in range(size):
+            row = x[gather[t]]
+            z = []
+            for n in range(problem.case.model.n):
+                terms = [
+                    row[k] * math.copysign(E2M1_VALUES[codes[e][n][k] & 7], -1 if codes[e][n][k] & 8 else 1)
+                    * 2.0 ** (scales[e][n][k // 32] - 127)
+                    for k in range(problem.case.model.hidden)
+                ]  # fmt: skip
+                z.append(math.fsum(terms) * x_scale + bias[e][n].item())
+            y = [_scalar_swiglu(z[j], z[j + 1], problem.alpha, problem.limit) for j in range(0, len(z), 2)]
+            out.append([_scalar_e4m3(v / out_scale) for v in y])
+            t += 1
+    return torch.tensor(out, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("routing", ["zipf", "uniform"])
+def test_reference_matches_independent_scalar_computation(routing):
+    problem = make_problem(Case(TINY, routing, 24), "cpu")
+    ref = reference_for(problem)
+    assert problem.tokens > 0
+    assert torch.equal(ref.out.to(torch.float64), _scalar_bmm1(problem))
+    assert ref.amax.item() == pytest.approx(ref.y.abs().max().item())
+
+
+def test_assert_close_normalises_by_max_and_rms():
+    ref = torch.tensor([1.0, 2.0, 4.0, 8.0])
+    assert assert_close(ref, ref.clone(), maxtol=0, rmstol=0) == (0.0, 0.0)
+    off = ref.clone()
+    off[0] += 0.5  # error 0.5/8 against max(rms, 1/8): 0.0625 / 0.5728 = 0.109
+    max_err, _ = assert_close(ref, off, maxtol=0.125, rmstol=0.1)
+    assert max_err == pytest.approx(0.0625 / ((1 + 4 + 16 + 64) / 4 / 64) ** 0.5, rel=1e-5)
+    with pytest.raises(AssertionError, match="max relative error"):
+        assert_close(ref, off, maxtol=0.1, rmstol=0.1)
+
+
+def test_assert_close_never_passes_nan_or_inf_mismatch():
+    ref = torch.tensor([1.0, 2.0, float("nan")])
+    with pytest.raises(AssertionError, match="NaN"):
+        assert_close(ref, torch.tensor([1.0, 2.0, 3.0]), maxtol=1, rmstol=1)
+    with pytest.raises(AssertionError, match="Inf"):
+        assert_close(torch.tensor([1.0, float("inf")]), torch.tensor([1.0, -float("inf")]), maxtol=1, rmstol=1)
+    assert_close(ref, ref.clone(), maxtol=0, rmstol=0)
+
+
+def test_compare_fp8_counts_bytes_and_ulps():
+    a = torch.tensor([1.0, 1.0, -2.0, 0.0, 448.0, float("nan")]).to(torch.float8_e4m3fn)
+    b = torch.tensor([1.0, 1.125, -2.5, -0.0, 448.0, float("nan")]).to(torch.float8_e4m3fn)
+    agreement = compare_fp8(a, b)
+    assert agreement.bitwise_equal == 3  # 1.0, 448, NaN; -0 differs from +0 in its byte
+    assert agreement.max_ulp == 2.0  # -2.0 -> -2.5 is two steps of 0.25
+    assert agreement.nan_mismatch == 0
+    b2 = b.clone()
+    b2[0] = float("nan")
+    assert compare_fp8(a, b2).max_ulp == float("inf")
+
+
+def test_check_against_enforces_bitwise_floor():
+    ref = torch.linspace(-3, 3, 1000).to(torch.float8_e4m3fn)
+    off = ref.clone().view(torch.uint8)
+    off[::20] ^= 1  # 5% one ulp off: within maxtol, below a 99% bitwise floor
+    loose = Tolerance(maxtol=0.125, rmstol=1.0, min_bitwise_equal=0.99, reason="isolates the bitwise floor")
+    with pytest.raises(AssertionError, match="bitwise equal"):
+        check_against(ref, off.view(torch.float8_e4m3fn), loose)
+    with pytest.raises(AssertionError, match="RMS"):  # the seed's rmstol alone already refuses 5% off by one ulp
+        check_against(ref, off.view(torch.float8_e4m3fn), TOLERANCES["kernel"])
+    assert check_against(ref, ref.clone(), TOLERANCES["kernel"]).bitwise_equal_fraction == 1.0

@@ -1,0 +1,115 @@
+"""Routing: determinism, the gather indices, slice sizes and the block schedule against brute force."""
+
+import pytest
+import torch
+
+from moe_gather.problem import MODELS, batch_sizes, local_shard
+from moe_gather.routing import (
+    BLOCK_SIZES,
+    SCHEDULE_UNUSED,
+    make_logits,
+    make_ragged_metadata,
+    max_blocks,
+    route,
+    topk_softmax,
+)
+
+GPT_OSS_120B = MODELS["gpt-oss-120b"]
+
+
+def _route(routing, batch, seed=0, model=GPT_OSS_120B, shard=None):
+    logits = make_logits(routing, batch, model.num_experts, model.top_k, seed)
+    return logits, route(logits, model.top_k, model.num_shards, local_shard(model) if shard is None else shard)
+
+
+def test_ladder_is_the_seeds():
+    sizes = batch_sizes(GPT_OSS_120B)
+    assert len(sizes) == 48
+    assert sizes[:4] == (128, 160, 192, 224) and sizes[-1] == 992 * 32
+    assert batch_sizes(MODELS["gpt-oss-20b"])[0] == 32
+
+
+@pytest.mark.parametrize("routing", ["zipf", "uniform"])
+def test_routing_is_deterministic_for_a_seed(routing):
+    (l1, r1), (l2, r2) = _route(routing, 1024, seed=5), _route(routing, 1024, seed=5)
+    assert torch.equal(l1, l2) and torch.equal(r1.gather_indx, r2.gather_indx)
+    l3, _ = _route(routing, 1024, seed=6)
+    assert not torch.equal(l1, l3)
+
+
+def test_topk_picks_the_largest_logits_stably_and_softmaxes_them():
+    logits = torch.tensor([[0.5, 2.0, 2.0, -1.0], [3.0, 1.0, 0.0, 3.0]], dtype=torch.float16)
+    ids, weights = topk_softmax(logits, 2)
+    assert ids.tolist() == [[1, 2], [0, 3]]  # ties go to the lower expert id
+    assert torch.allclose(weights, torch.full((2, 2), 0.5))
+    _, w = topk_softmax(torch.randn(64, 128, dtype=torch.float16), 4)
+    assert torch.allclose(w.sum(1), torch.ones(64))
+
+
+@pytest.mark.parametrize("routing", ["zipf", "uniform"])
+@pytest.mark.parametrize("shard", [0, 4, 7])
+def test_gathered_rows_are_exactly_the_local_routes(routing, shard):
+    _, r = _route(routing, 2048, shard=shard)
+    ids = r.expert_ids.tolist()
+    want = sorted(
+        (e, t) for t, experts in enumerate(ids) for e in experts if e in r.local_experts
+    )  # every (expert, token) of the shard, experts in order, tokens ascending
+    sizes, gather = r.ragged.slice_sizes.tolist(), r.gather_indx.tolist()
+    got = [
+        (r.local_experts[i], t) for i, size in enumerate(sizes) for t in gather[sum(sizes[:i]) : sum(sizes[: i + 1])]
+    ]
+    assert got == want
+    assert sum(sizes) == r.tokens == len(want)
+    assert r.ragged.slice_offs.tolist() == [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+    assert r.ragged.expected_slice_size == 2048 * 4 // 128
+
+
+def _brute_force_schedule(sizes, block_m):
+    offs, schedule = [0], []
+    for s, size in enumerate(sizes):
+        blocks = -(-size // block_m)
+        schedule += [s | (pid << 16) for pid in range(blocks)]
+        offs.append(offs[-1] + blocks)
+    return offs, schedule
+
+
+@pytest.mark.parametrize(
+    "sizes", [[15, 17, 0, 127], [0, 0, 0], [1] * 16, [300, 0, 1, 64, 65, 128, 129, 16, 0, 33], [4000]]
+)
+def test_block_schedule_equals_brute_force(sizes):
+    tokens = sum(sizes)
+    ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), tokens, 8)
+    for block_m in BLOCK_SIZES:
+        offs, schedule = _brute_force_schedule(sizes, block_m)
+        bound = max_blocks(len(sizes), tokens, block_m)
+        assert len(schedule) <= bound
+        assert ragged.block_offs[block_m].tolist() == offs
+        assert ragged.block_schedule[block_m].tolist() == schedule + [SCHEDULE_UNUSED] * (bound - len(schedule))
+
+
+def test_max_blocks_is_tight():
+    # all rows but one packed in slice 0, one row in each other slice: the bound is reached
+    for n, tokens, block_m in [(16, 100, 16), (4, 4, 32), (8, 1000, 128), (3, 2, 16)]:
+        nonempty = min(n, tokens)
+        sizes = [tokens - nonempty + 1] + [1] * (nonempty - 1) + [0] * (n - nonempty)
+        _, schedule = _brute_force_schedule(sizes, block_m)
+        assert len(schedule) == max_blocks(n, tokens, block_m)
+
+
+def test_zipf_skew_is_visible():
+    def load_spread(routing):
+        _, r = _route(routing, 8192)
+        hist = torch.bincount(r.expert_ids.flatten().long(), minlength=128).float()
+        return (hist.std() / hist.mean()).item()
+
+    assert load_spread("zipf") > 4 * load_spread("uniform")
+
+
+def test_route_checks_its_arguments():
+    logits = torch.zeros(4, 12, dtype=torch.float16)
+    with pytest.raises(ValueError, match="shards"):
+        route(logits, 2, 5, 0)
+    with pytest.raises(ValueError, match="local_shard"):
+        route(logits, 2, 4, 4)
+    with pytest.raises(ValueError, match="routing must be"):
+        make_logits("hot", 4, 12, 2, 0)
