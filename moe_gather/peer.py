@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from .problem import Problem
+from .reference import E4M3_MAX
 
 
 @functools.cache
@@ -32,15 +33,20 @@ def available() -> bool:
 
 @dataclass
 class PeerCall:
-    """A prepared matmul_ogs call; `run()` writes `out` (and `amax` when the peer reports it)."""
+    """A prepared matmul_ogs call; `run()` writes `out` and the peer's actual out scale."""
 
     fn: object
     out: torch.Tensor
-    amax: torch.Tensor
+    actual_scale: torch.Tensor  # the peer's flexpoint statistic: max |y| * (1 / 448) + 1e-30, by atomic max
 
     def run(self) -> torch.Tensor:
         self.fn()
         return self.out
+
+    @property
+    def amax(self) -> torch.Tensor:
+        """max |y| before the out scale, recovered from actual_scale (exact to a float32 rounding of 1/448)."""
+        return self.actual_scale * E4M3_MAX
 
 
 def prepare(problem: Problem, variant: str = "fp8x", num_warps: int = 4) -> PeerCall:
@@ -82,10 +88,11 @@ def prepare(problem: Problem, variant: str = "fp8x", num_warps: int = 4) -> Peer
     )  # fmt: skip
     # matmul_ogs gathers row src // top_k: any (token, k) index of the token will do.
     gather = GatherIndx(
-        src=routing.gather_indx * model.top_k, dst=torch.arange(tokens, device=x.device, dtype=torch.int32)
+        src_indx=routing.gather_indx * model.top_k,
+        dst_indx=torch.arange(tokens, device=x.device, dtype=torch.int32),
     )
-    amax = torch.zeros(1, dtype=torch.float32, device=x.device)
-    out_data = OutFlexData(dtype=torch.float8_e4m3fn, expected_scale=problem.out_scale, actual_scale=amax)
+    actual_scale = torch.zeros(1, dtype=torch.float32, device=x.device)
+    out_data = OutFlexData(dtype=torch.float8_e4m3fn, expected_scale=problem.out_scale, actual_scale=actual_scale)
     precision = PrecisionConfig(
         flexpoint_saturate_inf=True,
         weight_scale=w_scale,
@@ -100,4 +107,4 @@ def prepare(problem: Problem, variant: str = "fp8x", num_warps: int = 4) -> Peer
         x, w, problem.params.bias, routing_data,
         gather_indx=gather, precision_config=precision, y=out, fused_activation=act,
     )  # fmt: skip
-    return PeerCall(fn, out, amax)
+    return PeerCall(fn, out, actual_scale)

@@ -114,15 +114,17 @@ class Tolerance:
     maxtol: float  # max of |ref - out| / max(rms(ref), |ref|), both normalised by max |ref|
     rmstol: float  # RMS of the same relative error
     min_bitwise_equal: float  # fraction of fp8 outputs whose bytes must match the reference exactly
+    max_ulp: float  # worst fp8 error allowed, in units in the last place (NaN mismatches count as infinite)
     reason: str
 
 
 TOLERANCES = {
-    # The seed's test: maxtol 0.125 against triton_kernels, rmstol None meaning triton_kernels' default 4e-3.
-    # fp32 accumulation and fp32 epilogue flip an fp8 rounding now and then; an exact reference sees at most a few
-    # in a thousand move by one ulp.
-    "kernel": Tolerance(0.125, 4e-3, 0.99, "seed's maxtol; fp32 epilogue flips rare fp8 roundings by 1 ulp"),
-    "peer": Tolerance(0.125, 4e-3, 0.99, "triton_kernels: fp32 accumulate, y * (1/out_scale), fast exp"),
+    # maxtol and rmstol: the seed's test (maxtol 0.125; rmstol None, which is triton_kernels' default 4e-3).
+    # The bitwise floor and the ulp bound: fp32 accumulation and an fp32 epilogue flip an fp8 rounding now and then,
+    # by one ulp. triton_kernels measured 99.912% to 99.999% bitwise equal, never over 1 ulp, on all 96 gpt-oss-120b
+    # cases on the H200 (results/peer_agreement_h200.md).
+    "kernel": Tolerance(0.125, 4e-3, 0.999, 1, "as the peer: fp32 accumulate and epilogue, rare 1-ulp fp8 flips"),
+    "peer": Tolerance(0.125, 4e-3, 0.999, 1, "triton_kernels: fp32 accumulate, y * (1/out_scale), fast exp"),
 }
 
 
@@ -206,6 +208,9 @@ def check_against(ref: torch.Tensor, out: torch.Tensor, tolerance: Tolerance, de
     """assert_close with `tolerance`, then the bitwise floor; returns the agreement for reporting."""
     assert_close(ref, out, maxtol=tolerance.maxtol, rmstol=tolerance.rmstol, description=description)
     agreement = compare_fp8(ref, out)
-    if agreement.bitwise_equal_fraction < tolerance.min_bitwise_equal:
-        raise AssertionError(f"{description}: {agreement}; needs {tolerance.min_bitwise_equal:.3%} bitwise equal")
+    if agreement.bitwise_equal_fraction < tolerance.min_bitwise_equal or agreement.max_ulp > tolerance.max_ulp:
+        raise AssertionError(
+            f"{description}: {agreement}; needs {tolerance.min_bitwise_equal:.3%} bitwise equal and at most "
+            f"{tolerance.max_ulp:g} ulp"
+        )
     return agreement

@@ -157,9 +157,13 @@ def test_check_against_enforces_bitwise_floor():
     ref = torch.linspace(-3, 3, 1000).to(torch.float8_e4m3fn)
     off = ref.clone().view(torch.uint8)
     off[::20] ^= 1  # 5% one ulp off: within maxtol, below a 99% bitwise floor
-    loose = Tolerance(maxtol=0.125, rmstol=1.0, min_bitwise_equal=0.99, reason="isolates the bitwise floor")
+    loose = Tolerance(maxtol=0.125, rmstol=1.0, min_bitwise_equal=0.99, max_ulp=1, reason="the bitwise floor alone")
     with pytest.raises(AssertionError, match="bitwise equal"):
         check_against(ref, off.view(torch.float8_e4m3fn), loose)
     with pytest.raises(AssertionError, match="RMS"):  # the seed's rmstol alone already refuses 5% off by one ulp
         check_against(ref, off.view(torch.float8_e4m3fn), TOLERANCES["kernel"])
     assert check_against(ref, ref.clone(), TOLERANCES["kernel"]).bitwise_equal_fraction == 1.0
+    two_ulp = ref.clone().view(torch.uint8)
+    two_ulp[500] += 2  # one value two ulps off: within every fraction, beyond the ulp bound
+    with pytest.raises(AssertionError, match="at most 1 ulp"):
+        check_against(ref, two_ulp.view(torch.float8_e4m3fn), loose)
