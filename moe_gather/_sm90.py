@@ -1,0 +1,331 @@
+"""Hopper (sm_90a) BMM1: a Gluon kernel, fp8 wgmma with the MXFP4 scales folded into the fp8 exponent.
+
+One program computes one (token block, column block) tile of one expert, swap-AB: the weights are the wgmma's
+64-row side (block_n rows of W^T) and the expert's few gathered tokens its N side (block_m = 16..128), so small
+slices waste no MMA rows. x rows are gathered and the packed weights streamed with cp.async through a ring of
+shared-memory stages; each thread turns one (row, 32-block) of weights into fp8 in registers, the tile goes to
+shared memory and an asynchronous wgmma consumes it while the next tile is converted.
+
+The conversion handles 8 values per 32-bit word with two byte permutes through a per-block 8-entry table (see
+`prepare_weights` for the word layout):
+    fp8 = e2m1 * 2 ** (s - rowmax + 6)        s: the block's e8m0, rowmax: the largest e8m0 of that weight row
+exact while s >= rowmax - 11 (e4m3's normal range); blocks further below flush to zero (their share of the sum is
+under 2**-11 of the row's largest block, below what an fp8 output shows in practice). The row's power of two
+2 ** (rowmax - 133) returns in the epilogue, with x_scale, bias, SwiGLU, 1/out_scale and the fp8 rounding.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    warpgroup_mma,
+    warpgroup_mma_init,
+    warpgroup_mma_wait,
+)
+
+from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, MXFP4Weights, unpack_codes
+
+WINDOW = 11  # e8m0 steps below the row maximum that still map onto e4m3 normals: u = s - rowmax + WINDOW >= 0
+ROW_SHIFT = E8M0_BIAS + 6  # fp8 value * 2 ** (rowmax - ROW_SHIFT) is the weight
+
+# e4m3 bytes of e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6 times 2 ** -5 (u = 0); u adds u << 3 to each exponent.
+LUT_LO_BASE = 0x14100800
+LUT_HI_BASE = 0x24201C18
+# The same numbers as constexprs, for the kernel (Triton reads only constexpr globals).
+_WINDOW = tl.constexpr(WINDOW)
+_ROW_SHIFT = tl.constexpr(ROW_SHIFT)
+_LUT_LO_BASE = tl.constexpr(LUT_LO_BASE)
+_LUT_HI_BASE = tl.constexpr(LUT_HI_BASE)
+_MX_BLOCK = tl.constexpr(MX_BLOCK)
+
+
+@dataclass(frozen=True)
+class Sm90Weights:
+    """MXFP4 weights in the sm90 kernel's layout."""
+
+    words: torch.Tensor  # uint8 [E, N, K // 2]: codes re-packed per 8 values (prepare_weights)
+    scales: torch.Tensor  # uint8 [E, N, K // 32]: e8m0, as in MXFP4Weights
+    rowmax: torch.Tensor  # int32 [E, N]: max e8m0 of each weight row
+
+    @property
+    def num_experts(self) -> int:
+        return self.words.shape[0]
+
+    @property
+    def n(self) -> int:
+        return self.words.shape[1]
+
+    @property
+    def k(self) -> int:
+        return 2 * self.words.shape[2]
+
+    @property
+    def device(self) -> torch.device:
+        return self.words.device
+
+
+def prepare_weights(w: MXFP4Weights) -> Sm90Weights:
+    """Re-pack the codes so that the kernel turns each 32-bit word into 8 fp8 values with a few instructions.
+
+    Word g holds the codes of K = 8g..8g+7; half h (0 or 1) of it becomes the fp8 bytes of K = 8g + 4h + i, byte i,
+    so that the two output words sit side by side as the 8 fp8 bytes of K = 8g..8g+7.
+    Magnitudes (3 bits) are byte-permute selectors: K = 8g + 4h + i in nibble 4h + i. Signs sit in the nibbles' top
+    bits where one shift lands them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4),
+    half 1's at bit 8i + 7 (in place).
+    """
+    if (w.scales == E8M0_NAN).any():
+        raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
+    words = torch.empty_like(w.codes)
+    i = torch.arange(4, device=w.codes.device)
+    for e in range(w.num_experts):  # one expert at a time bounds the int64 temporaries
+        c = unpack_codes(w.codes[e]).to(torch.int64)  # [N, K]
+        c = c.reshape(c.shape[0], -1, 2, 4)  # [N, word, half, byte]
+        mag, sign = c & 7, c >> 3
+        word = (
+            (mag[..., 0, :] << (4 * i)).sum(-1)
+            + (mag[..., 1, :] << (16 + 4 * i)).sum(-1)
+            + (sign[..., 0, :] << (8 * i + 3)).sum(-1)
+            + (sign[..., 1, :] << (8 * i + 7)).sum(-1)
+        )  # [N, K/8], < 2**32
+        words[e] = torch.stack([(word >> (8 * b)) & 0xFF for b in range(4)], dim=-1).reshape(w.codes.shape[1:])
+    rowmax = w.scales.amax(dim=-1).to(torch.int32)
+    return Sm90Weights(words, w.scales.contiguous(), rowmax.contiguous())
+
+
+def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
+    """What the kernel computes from Sm90Weights, in torch: float64 [E, K, N] (tests compare it to the exact
+    dequantization). Bit for bit the kernel's table, permutes and sign placement."""
+    words = w.words.view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
+    u = w.scales.to(torch.int64) - w.rowmax[..., None].to(torch.int64) + WINDOW  # [E, N, K/32]
+    u = u.repeat_interleave(MX_BLOCK // 8, dim=-1)  # per word
+    b = (u << 3) * 0x01010101
+    lut = torch.where(u >= 0, LUT_LO_BASE + (b & 0xFFFFFF00), 0) | (torch.where(u >= 0, LUT_HI_BASE + b, 0) << 32)
+    out = []
+    for half_shift, sign_shift in ((0, 4), (16, 0)):  # K = 8g + 0..3: selectors at bits 0..15; 8g + 4..7: 16..31
+        for i in range(4):
+            sel = (words >> (half_shift + 4 * i)) & 7
+            mag = (lut >> (8 * sel)) & 0xFF
+            sign = ((words << sign_shift) >> (8 * i + 7)) & 1
+            out.append(mag | (sign << 7))
+    fp8 = torch.stack(out, dim=-1).reshape(*words.shape[:-1], -1)  # [E, N, K]
+    values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
+    row = torch.exp2(w.rowmax.to(torch.float64) - ROW_SHIFT)
+    return (values * row[..., None]).transpose(1, 2)
+
+
+@dataclass(frozen=True)
+class Sm90Config:
+    block_m: int  # tokens per tile: the wgmma N side (8..256)
+    block_n: int  # weight rows (of N) per tile: the wgmma M side
+    block_k: int  # K per stage; 128 = one 128-byte swizzled fp8 row
+    num_buffers: int  # cp.async stages in flight
+    num_warps: int  # one warpgroup
+
+
+# expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
+# Starting points from wgmma shape arithmetic, to be tuned by sweep on the H200.
+CONFIGS = (
+    (16, Sm90Config(block_m=16, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
+    (32, Sm90Config(block_m=32, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
+    (64, Sm90Config(block_m=64, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
+    (1 << 30, Sm90Config(block_m=128, block_n=128, block_k=128, num_buffers=3, num_warps=4)),
+)
+
+
+def select_config(expected_slice_size: int) -> Sm90Config:
+    config = next(c for limit, c in CONFIGS if expected_slice_size <= limit)
+    if os.environ.get("MOE_GATHER_PRINT_CONFIG"):
+        print(f"moe_gather sm90: expected_slice_size={expected_slice_size} -> {config}", flush=True)
+    return config
+
+
+@gluon.jit
+def _fp8_from_words(words, lut_lo, lut_hi):
+    """int32 re-packed words -> the fp8 bytes of their K = 8g..8g+3 and 8g+4..8g+7, as two int32."""
+    return gl.inline_asm_elementwise(
+        asm="""
+        {
+        .reg .b32 sel, mag, sgn;
+        and.b32 sel, $2, 0x7777;
+        prmt.b32 mag, $3, $4, sel;
+        shl.b32 sgn, $2, 4;
+        and.b32 sgn, sgn, 0x80808080;
+        or.b32 $0, mag, sgn;
+        shr.u32 sel, $2, 16;
+        and.b32 sel, sel, 0x7777;
+        prmt.b32 mag, $3, $4, sel;
+        and.b32 sgn, $2, 0x80808080;
+        or.b32 $1, mag, sgn;
+        }
+        """,
+        constraints="=r,=r,r,r,r",
+        args=[words, lut_lo, lut_hi],
+        dtype=(gl.int32, gl.int32),
+        is_pure=True,
+        pack=1,
+    )
+
+
+@gluon.jit
+def _issue_loads(
+    tile, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb,
+    K: gl.constexpr, BLOCK_K: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+):  # fmt: skip
+    """cp.async of K tile `tile` (x rows, packed weights) into its ring slot; zero-filled past K."""
+    buf = tile % NUM_BUFFERS
+    k0 = tile * BLOCK_K
+    cp.async_copy_global_to_shared(x_smem.index(buf), x_ptrs + k0, mask=x_mask & (offs_xk[None, :] < K - k0))
+    in_k = offs_wb < (K - k0) // _MX_BLOCK
+    cp.async_copy_global_to_shared(w_smem.index(buf), w_ptrs + k0 // 8, mask=in_k[None, :, None])
+    cp.commit_group()
+
+
+@gluon.jit
+def _load_scales(tile, s_ptrs, offs_sb, K: gl.constexpr, BLOCK_K: gl.constexpr):
+    """e8m0 scales of K tile `tile` (a few bytes a row: plain loads, one tile ahead of their use)."""
+    k0 = tile * BLOCK_K
+    return gl.load(s_ptrs + k0 // _MX_BLOCK, mask=offs_sb[None, :] < (K - k0) // _MX_BLOCK, other=0)
+
+
+@gluon.jit
+def _bmm1_sm90_kernel(
+    x_ptr,  # fp8 [batch, K]
+    words_ptr,  # int32 [E, N, K/8]
+    scales_ptr,  # uint8 [E, N, K/32]
+    rowmax_ptr,  # int32 [E, N]
+    bias_ptr,  # fp32 [E, N]
+    gather_ptr,  # int32 [tokens]
+    slice_sizes_ptr,  # int32 [E]
+    slice_offs_ptr,  # int32 [E + 1]
+    schedule_ptr,  # int32 [max_blocks]: slice | pid_m << 16, -1 past the end
+    x_scale_ptr,  # fp32 [1]
+    out_scale_ptr,  # fp32 [1]
+    out_ptr,  # fp8 [tokens, N/2]
+    alpha,
+    limit,
+    K: gl.constexpr,
+    N: gl.constexpr,
+    BLOCK_M: gl.constexpr,
+    BLOCK_N: gl.constexpr,
+    BLOCK_K: gl.constexpr,
+    NUM_BUFFERS: gl.constexpr,
+):
+    NUM_WARPS: gl.constexpr = gl.num_warps()
+    GRID_N: gl.constexpr = N // BLOCK_N
+    BLOCKS: gl.constexpr = BLOCK_K // 32  # e8m0 blocks per K tile
+    K_TILES: gl.constexpr = (K + BLOCK_K - 1) // BLOCK_K
+
+    # Register layouts. x copies: 16 bytes a thread. Weights: a thread owns one (row, 32-block): 4 words, one table.
+    x_layout: gl.constexpr = gl.BlockedLayout([1, 16], [32 // (BLOCK_K // 16), BLOCK_K // 16], [NUM_WARPS, 1], [1, 0])
+    w_layout: gl.constexpr = gl.BlockedLayout([1, 1, 4], [32 // BLOCKS, BLOCKS, 1], [NUM_WARPS, 1, 1], [2, 1, 0])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, 32]
+    )
+    epi_layout: gl.constexpr = gl.BlockedLayout([1, 2], [1, 32], [NUM_WARPS, 1], [1, 0])
+
+    pid = gl.program_id(0)
+    entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
+    if entry < 0:
+        return
+    pid_n = pid % GRID_N
+    expert = entry & 0xFFFF
+    pid_m = entry >> 16
+    size = gl.load(slice_sizes_ptr + expert)
+    start = gl.load(slice_offs_ptr + expert)
+
+    # Gathered x rows.
+    offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_layout))
+    x_mask = (offs_m < size)[:, None]
+    rows = gl.load(gather_ptr + start + offs_m, mask=offs_m < size, other=0)
+    offs_xk = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, x_layout))
+    x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
+
+    # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
+    row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
+    offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, gl.SliceLayout(2, w_layout)))
+    offs_wb = gl.arange(0, BLOCKS, layout=gl.SliceLayout(0, gl.SliceLayout(2, w_layout)))
+    offs_ww = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, w_layout)))
+    w_ptrs = (
+        words_ptr + (row0 + offs_wn)[:, None, None] * (K // 8) + offs_wb[None, :, None] * 4 + offs_ww[None, None, :]
+    )
+    s_ptrs = scales_ptr + (row0 + offs_wn)[:, None] * (K // _MX_BLOCK) + offs_wb[None, :]
+    rowmax = gl.load(rowmax_ptr + row0 + offs_wn)
+
+    plain: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[2, 1, 0])
+    x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+    x_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_BUFFERS, BLOCK_M, BLOCK_K], x_nvmma)
+    w_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N, BLOCKS, 4], plain)
+    a_smem = gl.allocate_shared_memory(gl.float8e4nv, [BLOCK_N, BLOCK_K], x_nvmma)  # the fp8 weight tile
+    a_words = a_smem._reinterpret(
+        gl.int32, [BLOCK_N, BLOCK_K // 4], gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
+    )  # the same bytes, 128-byte rows swizzled alike, written as words
+
+    for t in gl.static_range(NUM_BUFFERS - 1):
+        _issue_loads(t, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K, NUM_BUFFERS)
+    s_next = _load_scales(0, s_ptrs, offs_wb, K, BLOCK_K)
+
+    acc = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
+    for t in range(K_TILES):
+        buf = t % NUM_BUFFERS
+        cp.wait_group(NUM_BUFFERS - 2)
+        gl.thread_barrier()  # tile t's copies, issued by every thread, have landed
+        s = s_next
+        s_next = _load_scales(t + 1, s_ptrs, offs_wb, K, BLOCK_K)
+        u = s.to(gl.int32) - rowmax[:, None] + _WINDOW
+        lut_lo = gl.where(u >= 0, _LUT_LO_BASE + (u * 8) * 0x01010100, 0)
+        lut_hi = gl.where(u >= 0, _LUT_HI_BASE + (u * 8) * 0x01010101, 0)
+        words = w_smem.index(buf).load(w_layout)
+        lut_lo, _ = gl.broadcast(lut_lo[:, :, None], words)
+        lut_hi, _ = gl.broadcast(lut_hi[:, :, None], words)
+        low, high = _fp8_from_words(words, lut_lo, lut_hi)
+        tile = gl.join(low, high).reshape([BLOCK_N, BLOCK_K // 4])
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))  # tile t-1's wgmma is done with a_smem and its slot
+        a_words.store(tile)
+        fence_async_shared()
+        gl.thread_barrier()
+        acc = warpgroup_mma(a_smem, x_smem.index(buf).permute((1, 0)), acc, is_async=True)
+        _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K,
+                     NUM_BUFFERS)  # fmt: skip
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    cp.wait_group(0)
+
+    # Epilogue: weights' row power of two and x_scale, bias, SwiGLU on (gate, linear) row pairs, 1/out_scale, fp8.
+    z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
+    offs_en = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, epi_layout))
+    row_scale = gl.exp2((gl.load(rowmax_ptr + row0 + offs_en) - _ROW_SHIFT).to(gl.float32)) * gl.load(x_scale_ptr)
+    bias = gl.load(bias_ptr + row0 + offs_en)
+    z = gl.fma(z, row_scale[None, :], bias[None, :])
+    gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
+    gate = gl.where(gate == gate, gl.minimum(gate, limit), gate)  # NaN stays NaN
+    linear = gl.where(linear == linear, gl.minimum(gl.maximum(linear, -limit), limit), linear)
+    y = gate / (1.0 + gl.exp(-alpha * gate)) * (linear + 1.0)
+    out = gl.div_rn(y, gl.load(out_scale_ptr)).to(gl.float8e4nv)
+    out_layout: gl.constexpr = out.type.layout
+    offs_om = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
+    offs_on = pid_n * (BLOCK_N // 2) + gl.arange(0, BLOCK_N // 2, layout=gl.SliceLayout(0, out_layout))
+    out_ptrs = out_ptr + (start + offs_om).to(gl.int64)[:, None] * (N // 2) + offs_on[None, :]
+    gl.store(out_ptrs, out, mask=(offs_om < size)[:, None])
+
+
+def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
+    """Host launcher; arguments already checked by moe_gather.bmm1."""
+    config = config or select_config(ragged.expected_slice_size)
+    if w.n % config.block_n or w.k % 8:
+        raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n} and K = {w.k} of 8")
+    schedule = ragged.block_schedule[config.block_m]
+    grid = (schedule.numel() * (w.n // config.block_n),)
+    _bmm1_sm90_kernel[grid](
+        x, w.words.view(torch.int32), w.scales, w.rowmax, bias, gather_indx, ragged.slice_sizes, ragged.slice_offs,
+        schedule, x_scale, out_scale, out, float(alpha), float(limit),
+        K=w.k, N=w.n, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        NUM_BUFFERS=config.num_buffers, num_warps=config.num_warps,
+    )  # fmt: skip
+    return out

@@ -1,0 +1,126 @@
+"""Benchmark: the kernel and triton_kernels' matmul_ogs, same process, same routing, ceilings measured in the run.
+
+    python -m moe_gather bench [--model gpt-oss-120b] [--routing all] [--batch-sizes 128,4096] [--json out.json]
+
+Per case: time, TFLOP/s, TB/s, % of roofline and the speedup over the peer. Roofline time =
+max(bytes / read bandwidth, flops / fp8 dense rate), both measured here (bytes and flops as ../shared/anchors.md:
+Problem.bytes and Problem.flops). Times are CUDA-graph replays (triton.testing.do_bench_cudagraph, median); no L2
+flush between replays (the expert weights, ~8.8 MB each, exceed the 50 MB L2 from 6 active experts on).
+The peer runs its fast Hopper path (`bf16x`: x upcast to bf16 with x_scale outside the timed region, swizzled
+weights), as the anchors measured it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import torch
+import triton
+from triton.testing import do_bench_cudagraph
+
+from . import bmm1, peer
+from .problem import MODELS, ROUTINGS, cases, make_expert_params, make_problem
+
+
+def measure_ceilings() -> dict:
+    """HBM read bandwidth (a sum over 2 GiB) and dense fp8 rate (torch._scaled_mm, 8192^3)."""
+    big = torch.empty(2**29, dtype=torch.float32, device="cuda").uniform_()
+    read_bw = big.numel() * 4 / (do_bench_cudagraph(big.sum) * 1e-3)
+    del big
+    m = torch.randn(8192, 8192, device="cuda")
+    x = m.to(torch.float8_e4m3fn)
+    y = m.t().contiguous().to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device="cuda")
+    fp8 = 2 * 8192**3 / (do_bench_cudagraph(lambda: torch._scaled_mm(x, y, one, one, out_dtype=torch.bfloat16)) * 1e-3)
+    return {"read_bw": read_bw, "fp8_flops": fp8}
+
+
+def bench_case(problem, weights, ceilings, with_peer: bool) -> dict:
+    out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
+    config = bmm1._sm90.select_config(problem.routing.ragged.expected_slice_size)
+
+    def kernel():
+        bmm1.moe_bmm1(
+            problem.x, weights, problem.params.bias, problem.routing.gather_indx, problem.routing.ragged,
+            x_scale=problem.x_scale, out_scale=problem.out_scale, alpha=problem.alpha, limit=problem.limit, out=out,
+        )  # fmt: skip
+
+    seconds = do_bench_cudagraph(kernel) * 1e-3
+    roof = max(problem.bytes() / ceilings["read_bw"], problem.flops() / ceilings["fp8_flops"])
+    row = {
+        "case": problem.case.id,
+        "tokens": problem.tokens,
+        "active_experts": int((problem.routing.ragged.slice_sizes > 0).sum()),
+        "us": seconds * 1e6,
+        "tflops": problem.flops() / seconds / 1e12,
+        "tbps": problem.bytes() / seconds / 1e12,
+        "roof_us": roof * 1e6,
+        "pct_roof": roof / seconds,
+        "config": str(config),
+    }
+    if with_peer:
+        num_warps = 4 if problem.case.batch <= 512 else 8  # as the anchors' measurement
+        call = peer.prepare(problem, "bf16x", num_warps=num_warps)
+        row["peer_us"] = do_bench_cudagraph(call.run) * 1e3
+        row["speedup"] = row["peer_us"] / row["us"]
+    return row
+
+
+def run(model: str, routings, batches, json_path: str | None):
+    ceilings = measure_ceilings()
+    with_peer = peer.available()
+    print(
+        f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, "
+        f"peer {'triton_kernels' if with_peer else 'absent'}; ceilings: read {ceilings['read_bw'] / 1e12:.2f} TB/s, "
+        f"fp8 {ceilings['fp8_flops'] / 1e12:.0f} TFLOP/s",
+        flush=True,
+    )
+    params = make_expert_params(MODELS[model], "cuda")
+    weights = bmm1.prepare_weights(params.weights)
+    print(f"{'case':>28} {'tokens':>7} {'act':>4} {'us':>8} {'TFLOP/s':>8} {'TB/s':>6} {'roof':>6} ", end="")
+    print(f"{'peer_us':>8} {'x':>6}", flush=True)
+    rows = []
+    for case in cases((model,), routings, batches):
+        problem = make_problem(case, "cuda", params)
+        row = bench_case(problem, weights, ceilings, with_peer)
+        rows.append(row)
+        print(
+            f"{row['case']:>28} {row['tokens']:>7} {row['active_experts']:>4} {row['us']:>8.1f} "
+            f"{row['tflops']:>8.1f} {row['tbps']:>6.2f} {row['pct_roof']:>6.1%} "
+            f"{row.get('peer_us', float('nan')):>8.1f} {row.get('speedup', float('nan')):>6.2f}",
+            flush=True,
+        )
+    speedups = [r["speedup"] for r in rows if "speedup" in r]
+    roofs = [r["pct_roof"] for r in rows]
+    summary = {
+        "geomean_pct_roof": math.exp(sum(map(math.log, roofs)) / len(roofs)),
+        "min_pct_roof": min(roofs),
+    }
+    if speedups:
+        summary |= {
+            "geomean_speedup": math.exp(sum(map(math.log, speedups)) / len(speedups)),
+            "min_speedup": min(speedups),
+            "cases_slower_than_peer": sum(s < 1 for s in speedups),
+        }
+    print("summary:", json.dumps(summary), flush=True)
+    if json_path:
+        device = {"name": torch.cuda.get_device_name(), "capability": torch.cuda.get_device_capability()}
+        with open(json_path, "w") as f:
+            json.dump({"device": device, "ceilings": ceilings, "summary": summary, "rows": rows}, f, indent=1)
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m moe_gather bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=tuple(MODELS), default="gpt-oss-120b")
+    parser.add_argument("--routing", choices=(*ROUTINGS, "all"), default="all")
+    parser.add_argument("--batch-sizes", default=None, help="comma-separated (default: the ladder)")
+    parser.add_argument("--json", default=None, help="write rows, ceilings and summary here")
+    args = parser.parse_args(argv)
+    routings = ROUTINGS if args.routing == "all" else (args.routing,)
+    batches = tuple(int(b) for b in args.batch_sizes.split(",")) if args.batch_sizes else None
+    if not torch.cuda.is_available():
+        parser.error("needs a CUDA GPU")
+    run(args.model, routings, batches, args.json)

@@ -1,0 +1,81 @@
+"""The sm_90a kernel on the CPU: its weight layout against the exact dequantization, and its compilation."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from moe_gather import _sm90
+from moe_gather.mxfp4 import MXFP4Weights, dequantize_mxfp4
+
+
+def _random_weights(e=2, n=16, k=128, spread=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    codes = torch.randint(0, 256, (e, n, k // 2), generator=g, dtype=torch.uint8)
+    scales = torch.randint(127 - spread, 127 + 1, (e, n, k // 32), generator=g, dtype=torch.uint8)
+    return MXFP4Weights(codes, scales)
+
+
+def test_prepared_words_convert_to_the_exact_weights():
+    w = _random_weights(spread=_sm90.WINDOW)  # every block within the exact window of its row's largest scale
+    assert torch.equal(_sm90.emulate_dequant(_sm90.prepare_weights(w)), dequantize_mxfp4(w, torch.float64))
+
+
+def test_blocks_below_the_window_flush_to_zero():
+    w = _random_weights(spread=0)
+    scales = w.scales.clone()
+    scales[0, 0, 1] = 127 - _sm90.WINDOW - 1  # one block just below the window, the rest at 127
+    scales[0, 1, 2] = 127 - _sm90.WINDOW  # one block at its edge: still exact
+    w = MXFP4Weights(w.codes, scales)
+    got, want = _sm90.emulate_dequant(_sm90.prepare_weights(w)), dequantize_mxfp4(w, torch.float64)
+    assert torch.equal(got[0, 32:64, 0], torch.zeros(32, dtype=torch.float64))
+    got[0, 32:64, 0] = want[0, 32:64, 0]
+    assert torch.equal(got, want)
+
+
+def test_nan_scale_is_refused():
+    w = _random_weights()
+    w.scales[0, 0, 0] = 255
+    with pytest.raises(ValueError, match="NaN"):
+        _sm90.prepare_weights(w)
+
+
+SIGNATURE = {
+    "x_ptr": "*fp8e4nv", "words_ptr": "*i32", "scales_ptr": "*u8", "rowmax_ptr": "*i32", "bias_ptr": "*fp32",
+    "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
+    "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32", "limit": "fp32",
+    "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
+    "NUM_BUFFERS": "constexpr",
+}  # fmt: skip
+ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(12)}  # what Triton's launcher sees for torch allocations
+PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+
+
+def compile_sm90(config, k=2880, n=5760):
+    constexprs = {
+        "K": k, "N": n, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n, "BLOCK_K": config.block_k,
+        "NUM_BUFFERS": config.num_buffers,
+    }  # fmt: skip
+    src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": config.num_warps})
+
+
+@pytest.mark.parametrize("config", sorted({c for _, c in _sm90.CONFIGS}, key=str), ids=str)
+def test_every_config_compiles_for_sm90a_without_spills(config, tmp_path):
+    kernel = compile_sm90(config)
+    ptx = kernel.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned" in ptx and ".e4m3.e4m3" in ptx  # fp8 wgmma, not an upcast path
+    assert "cp.async.cg.shared.global" in ptx
+    (tmp_path / "k.ptx").write_text(ptx)
+    report = subprocess.run(
+        [str(PTXAS), "-arch=sm_90a", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+        capture_output=True, text=True, check=True,
+    ).stderr  # fmt: skip
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    assert spills and spills.groups() == ("0", "0"), report
+    assert kernel.metadata.shared <= 227 * 1024
