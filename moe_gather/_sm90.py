@@ -136,7 +136,7 @@ CONFIGS = (
     (16, Sm90Config(block_m=16, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
     (32, Sm90Config(block_m=32, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
     (64, Sm90Config(block_m=64, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
-    (1 << 30, Sm90Config(block_m=128, block_n=128, block_k=128, num_buffers=3, num_warps=4)),
+    (1 << 30, Sm90Config(block_m=128, block_n=128, block_k=128, num_buffers=3, num_warps=8)),  # 2 accumulators
 )
 
 
@@ -272,7 +272,10 @@ def _bmm1_sm90_kernel(
         _issue_loads(t, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K, NUM_BUFFERS)
     s_next = _load_scales(0, s_ptrs, offs_wb, K, BLOCK_K)
 
-    acc = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
+    # Hopper's fp8 wgmma adds with fewer bits than fp32: each K tile goes to a fresh partial sum, which is promoted
+    # into the fp32 accumulator once its wgmma is done (one tile later, so the wgmma overlaps the next conversion).
+    acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
+    part = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
     for t in range(K_TILES):
         buf = t % NUM_BUFFERS
         cp.wait_group(NUM_BUFFERS - 2)
@@ -287,14 +290,16 @@ def _bmm1_sm90_kernel(
         lut_hi, _ = gl.broadcast(lut_hi[:, :, None], words)
         low, high = _fp8_from_words(words, lut_lo, lut_hi)
         tile = gl.join(low, high).reshape([BLOCK_N, BLOCK_K // 4])
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))  # tile t-1's wgmma is done with a_smem and its slot
+        part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))  # tile t-1's wgmma is done with a_smem, its slot
+        acc = acc + part
         a_words.store(tile)
         fence_async_shared()
         gl.thread_barrier()
-        acc = warpgroup_mma(a_smem, x_smem.index(buf).permute((1, 0)), acc, is_async=True)
+        part = warpgroup_mma(a_smem, x_smem.index(buf).permute((1, 0)), part, use_acc=False, is_async=True)
         _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K,
                      NUM_BUFFERS)  # fmt: skip
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+    acc = acc + part
     cp.wait_group(0)
 
     # Epilogue: weights' row power of two and x_scale, bias, SwiGLU on (gate, linear) row pairs, 1/out_scale, fp8.

@@ -37,7 +37,7 @@ def measure_ceilings() -> dict:
     return {"read_bw": read_bw, "fp8_flops": fp8}
 
 
-def bench_case(problem, weights, ceilings, with_peer: bool) -> dict:
+def time_kernel(problem, weights, ceilings) -> dict:
     out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
     config = bmm1._sm90.select_config(problem.routing.ragged.expected_slice_size)
 
@@ -49,7 +49,7 @@ def bench_case(problem, weights, ceilings, with_peer: bool) -> dict:
 
     seconds = do_bench_cudagraph(kernel) * 1e-3
     roof = max(problem.bytes() / ceilings["read_bw"], problem.flops() / ceilings["fp8_flops"])
-    row = {
+    return {
         "case": problem.case.id,
         "tokens": problem.tokens,
         "active_experts": int((problem.routing.ragged.slice_sizes > 0).sum()),
@@ -60,17 +60,23 @@ def bench_case(problem, weights, ceilings, with_peer: bool) -> dict:
         "pct_roof": roof / seconds,
         "config": str(config),
     }
-    if with_peer:
-        num_warps = 4 if problem.case.batch <= 512 else 8  # as the anchors' measurement
-        call = peer.prepare(problem, "bf16x", num_warps=num_warps)
-        row["peer_us"] = do_bench_cudagraph(call.run) * 1e3
-        row["speedup"] = row["peer_us"] / row["us"]
-    return row
 
 
-def run(model: str, routings, batches, json_path: str | None):
+def time_peer(problem) -> float:
+    num_warps = 4 if problem.case.batch <= 512 else 8  # as the anchors' measurement
+    call = peer.prepare(problem, "bf16x", num_warps=num_warps)
+    return do_bench_cudagraph(call.run) * 1e3
+
+
+def _geomean(values):
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def run(model: str, routings, batches, json_path: str | None, with_peer: bool = True):
+    """Kernel timings for every case first, then the peer's on the same problems (regenerated, deterministic), so
+    that a peer failure cannot cost the kernel's numbers."""
     ceilings = measure_ceilings()
-    with_peer = peer.available()
+    with_peer = with_peer and peer.available()
     print(
         f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, "
         f"peer {'triton_kernels' if with_peer else 'absent'}; ceilings: read {ceilings['read_bw'] / 1e12:.2f} TB/s, "
@@ -79,28 +85,35 @@ def run(model: str, routings, batches, json_path: str | None):
     )
     params = make_expert_params(MODELS[model], "cuda")
     weights = bmm1.prepare_weights(params.weights)
-    print(f"{'case':>28} {'tokens':>7} {'act':>4} {'us':>8} {'TFLOP/s':>8} {'TB/s':>6} {'roof':>6} ", end="")
-    print(f"{'peer_us':>8} {'x':>6}", flush=True)
+    selected = cases((model,), routings, batches)
     rows = []
-    for case in cases((model,), routings, batches):
-        problem = make_problem(case, "cuda", params)
-        row = bench_case(problem, weights, ceilings, with_peer)
-        rows.append(row)
+    for case in selected:
+        rows.append(time_kernel(make_problem(case, "cuda", params), weights, ceilings))
+        print(f"kernel {rows[-1]['case']}: {rows[-1]['us']:.1f} us, {rows[-1]['pct_roof']:.1%} of roofline", flush=True)
+    if with_peer:
+        del weights
+        for case, row in zip(selected, rows):
+            try:
+                row["peer_us"] = time_peer(make_problem(case, "cuda", params))
+            except Exception as e:  # a peer failure ends the peer's column, never the run
+                print(f"peer failed on {case.id}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                break
+            row["speedup"] = row["peer_us"] / row["us"]
+    print(f"{'case':>28} {'tokens':>7} {'act':>4} {'us':>8} {'TFLOP/s':>8} {'TB/s':>6} {'roof':>6} ", end="")
+    print(f"{'peer_us':>8} {'x':>6}")
+    for row in rows:
         print(
             f"{row['case']:>28} {row['tokens']:>7} {row['active_experts']:>4} {row['us']:>8.1f} "
             f"{row['tflops']:>8.1f} {row['tbps']:>6.2f} {row['pct_roof']:>6.1%} "
-            f"{row.get('peer_us', float('nan')):>8.1f} {row.get('speedup', float('nan')):>6.2f}",
-            flush=True,
+            f"{row.get('peer_us', float('nan')):>8.1f} {row.get('speedup', float('nan')):>6.2f}"
         )
     speedups = [r["speedup"] for r in rows if "speedup" in r]
     roofs = [r["pct_roof"] for r in rows]
-    summary = {
-        "geomean_pct_roof": math.exp(sum(map(math.log, roofs)) / len(roofs)),
-        "min_pct_roof": min(roofs),
-    }
+    summary = {"cases": len(rows), "geomean_pct_roof": _geomean(roofs), "min_pct_roof": min(roofs)}
     if speedups:
         summary |= {
-            "geomean_speedup": math.exp(sum(map(math.log, speedups)) / len(speedups)),
+            "peer_cases": len(speedups),
+            "geomean_speedup": _geomean(speedups),
             "min_speedup": min(speedups),
             "cases_slower_than_peer": sum(s < 1 for s in speedups),
         }
@@ -118,9 +131,10 @@ def main(argv=None):
     parser.add_argument("--routing", choices=(*ROUTINGS, "all"), default="all")
     parser.add_argument("--batch-sizes", default=None, help="comma-separated (default: the ladder)")
     parser.add_argument("--json", default=None, help="write rows, ceilings and summary here")
+    parser.add_argument("--no-peer", action="store_true", help="time the kernel only")
     args = parser.parse_args(argv)
     routings = ROUTINGS if args.routing == "all" else (args.routing,)
     batches = tuple(int(b) for b in args.batch_sizes.split(",")) if args.batch_sizes else None
     if not torch.cuda.is_available():
         parser.error("needs a CUDA GPU")
-    run(args.model, routings, batches, args.json)
+    run(args.model, routings, batches, args.json, with_peer=not args.no_peer)
