@@ -92,7 +92,7 @@ def run(model: str, routings, batches, json_path: str | None, with_peer: bool = 
         print(f"kernel {rows[-1]['case']}: {rows[-1]['us']:.1f} us, {rows[-1]['pct_roof']:.1%} of roofline", flush=True)
     if with_peer:
         del weights
-        for case, row in zip(selected, rows):
+        for case, row in zip(selected, rows, strict=True):
             try:
                 row["peer_us"] = time_peer(make_problem(case, "cuda", params))
             except Exception as e:  # a peer failure ends the peer's column, never the run

@@ -1,6 +1,6 @@
 """Diagnose a triton_kernels failure on one case: run the peer's bf16x and fp8x paths alone, synchronously.
 
-    CUDA_LAUNCH_BLOCKING=1 python3 tools/peer_diag.py gpt-oss-120b-zipf-bs160
+CUDA_LAUNCH_BLOCKING=1 python3 tools/peer_diag.py gpt-oss-120b-zipf-bs160
 """
 
 import sys
