@@ -127,16 +127,17 @@ class Sm90Config:
     block_n: int  # weight rows (of N) per tile: the wgmma M side
     block_k: int  # K per stage; 128 = one 128-byte swizzled fp8 row
     num_buffers: int  # cp.async stages in flight
-    num_warps: int  # one warpgroup
+    num_warps: int  # 4: one warpgroup; 8: two, each with half of block_n
+    splits: int  # K slices of a tile accumulated apart and promoted to fp32 (Hopper's fp8 adds keep few bits)
 
 
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
 # Starting points from wgmma shape arithmetic, to be tuned by sweep on the H200.
 CONFIGS = (
-    (16, Sm90Config(block_m=16, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
-    (32, Sm90Config(block_m=32, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
-    (64, Sm90Config(block_m=64, block_n=128, block_k=128, num_buffers=4, num_warps=4)),
-    (1 << 30, Sm90Config(block_m=128, block_n=128, block_k=128, num_buffers=3, num_warps=8)),  # 2 accumulators
+    (16, Sm90Config(block_m=16, block_n=128, block_k=128, num_buffers=4, num_warps=4, splits=4)),
+    (32, Sm90Config(block_m=32, block_n=128, block_k=128, num_buffers=4, num_warps=4, splits=4)),
+    (64, Sm90Config(block_m=64, block_n=128, block_k=128, num_buffers=4, num_warps=8, splits=4)),
+    (1 << 30, Sm90Config(block_m=128, block_n=128, block_k=128, num_buffers=3, num_warps=8, splits=2)),
 )
 
 
@@ -217,6 +218,7 @@ def _bmm1_sm90_kernel(
     BLOCK_N: gl.constexpr,
     BLOCK_K: gl.constexpr,
     NUM_BUFFERS: gl.constexpr,
+    SPLITS: gl.constexpr,
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     GRID_N: gl.constexpr = N // BLOCK_N
@@ -275,7 +277,9 @@ def _bmm1_sm90_kernel(
     # Hopper's fp8 wgmma adds with fewer bits than fp32: each K tile goes to a fresh partial sum, which is promoted
     # into the fp32 accumulator once its wgmma is done (one tile later, so the wgmma overlaps the next conversion).
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
-    part = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
+    zero = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
+    parts = (zero,) * SPLITS
+    SPLIT_K: gl.constexpr = BLOCK_K // SPLITS
     for t in range(K_TILES):
         buf = t % NUM_BUFFERS
         cp.wait_group(NUM_BUFFERS - 2)
@@ -290,16 +294,25 @@ def _bmm1_sm90_kernel(
         lut_hi, _ = gl.broadcast(lut_hi[:, :, None], words)
         low, high = _fp8_from_words(words, lut_lo, lut_hi)
         tile = gl.join(low, high).reshape([BLOCK_N, BLOCK_K // 4])
-        part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))  # tile t-1's wgmma is done with a_smem, its slot
-        acc = acc + part
+        parts = warpgroup_mma_wait(num_outstanding=0, deps=parts)  # tile t-1's wgmma is done with a_smem, its slot
+        for j in gl.static_range(SPLITS):
+            acc = acc + parts[j]
+        gl.thread_barrier()  # every warpgroup's wgmma is done before a_smem is overwritten
         a_words.store(tile)
         fence_async_shared()
         gl.thread_barrier()
-        part = warpgroup_mma(a_smem, x_smem.index(buf).permute((1, 0)), part, use_acc=False, is_async=True)
+        x_tile = x_smem.index(buf)
+        new_parts = ()
+        for j in gl.static_range(SPLITS):
+            a_j = a_smem.slice(j * SPLIT_K, SPLIT_K, dim=1)
+            x_j = x_tile.slice(j * SPLIT_K, SPLIT_K, dim=1).permute((1, 0))
+            new_parts = new_parts + (warpgroup_mma(a_j, x_j, zero, use_acc=False, is_async=True),)  # noqa: RUF005 (Gluon has no unpacking)
+        parts = new_parts
         _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K,
                      NUM_BUFFERS)  # fmt: skip
-    part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-    acc = acc + part
+    parts = warpgroup_mma_wait(num_outstanding=0, deps=parts)
+    for j in gl.static_range(SPLITS):
+        acc = acc + parts[j]
     cp.wait_group(0)
 
     # Epilogue: weights' row power of two and x_scale, bias, SwiGLU on (gate, linear) row pairs, 1/out_scale, fp8.
@@ -331,6 +344,6 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         x, w.words.view(torch.int32), w.scales, w.rowmax, bias, gather_indx, ragged.slice_sizes, ragged.slice_offs,
         schedule, x_scale, out_scale, out, float(alpha), float(limit),
         K=w.k, N=w.n, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        NUM_BUFFERS=config.num_buffers, num_warps=config.num_warps,
+        NUM_BUFFERS=config.num_buffers, SPLITS=config.splits, num_warps=config.num_warps,
     )  # fmt: skip
     return out

@@ -50,7 +50,7 @@ SIGNATURE = {
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32", "limit": "fp32",
     "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
-    "NUM_BUFFERS": "constexpr",
+    "NUM_BUFFERS": "constexpr", "SPLITS": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(12)}  # what Triton's launcher sees for torch allocations
 PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
@@ -59,7 +59,7 @@ PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 def compile_sm90(config, k=2880, n=5760):
     constexprs = {
         "K": k, "N": n, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n, "BLOCK_K": config.block_k,
-        "NUM_BUFFERS": config.num_buffers,
+        "NUM_BUFFERS": config.num_buffers, "SPLITS": config.splits,
     }  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": config.num_warps})

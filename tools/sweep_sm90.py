@@ -1,0 +1,82 @@
+"""Sweep sm90 kernel configs on a few cases: bitwise agreement with the golden reference and time, per config.
+
+    python3 tools/sweep_sm90.py [--cases gpt-oss-120b-uniform-bs128,...] [--json out.json]
+
+Each config is forced through moe_bmm1(config=...); one line per (case, config).
+"""
+
+import argparse
+import json
+from dataclasses import asdict, replace
+
+import torch
+from triton.testing import do_bench_cudagraph
+
+from moe_gather import bmm1
+from moe_gather._sm90 import CONFIGS
+from moe_gather.problem import MODELS, Case, make_expert_params, make_problem, reference_for
+from moe_gather.reference import assert_close, compare_fp8
+
+DEFAULT_CASES = "uniform-bs128,zipf-bs1024,uniform-bs1024,uniform-bs8192,zipf-bs31744"
+
+
+def variants():
+    base = {c for _, c in CONFIGS}
+    for c in sorted(base, key=str):
+        yield c
+        for splits in (1, 2, 4):
+            if splits != c.splits:
+                yield replace(c, splits=splits)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default=DEFAULT_CASES)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    model = MODELS["gpt-oss-120b"]
+    params = make_expert_params(model, "cuda")
+    weights = bmm1.prepare_weights(params.weights)
+    rows = []
+    for name in args.cases.split(","):
+        routing, batch = name.split("-bs")
+        problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
+        ref = reference_for(problem).out
+        for config in variants():
+
+            def call(config=config, problem=problem):
+                return bmm1.moe_bmm1(
+                    problem.x, weights, problem.params.bias, problem.routing.gather_indx, problem.routing.ragged,
+                    x_scale=problem.x_scale, out_scale=problem.out_scale, alpha=problem.alpha, limit=problem.limit,
+                    config=config,
+                )  # fmt: skip
+
+            try:
+                out = call()
+                torch.cuda.synchronize()
+            except Exception as e:  # a config that does not fit (registers, shared memory) is reported, not fatal
+                print(f"{name:>16} {config}: FAILED {type(e).__name__}: {str(e)[:200]}", flush=True)
+                continue
+            agreement = compare_fp8(ref, out)
+            try:
+                max_err, rms_err = assert_close(ref, out, maxtol=1.0, rmstol=1.0)
+            except AssertionError as e:
+                max_err, rms_err = float("nan"), float("nan")
+                print("  ", str(e)[:200])
+            us = do_bench_cudagraph(call) * 1e3
+            row = {"case": name, **asdict(config), "us": us, "bitwise": agreement.bitwise_equal_fraction,
+                   "max_ulp": agreement.max_ulp, "max_err": max_err, "rms_err": rms_err}  # fmt: skip
+            rows.append(row)
+            print(
+                f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} b{config.num_buffers} "
+                f"s{config.splits}: {us:8.1f} us  bitwise {agreement.bitwise_equal_fraction:.4%}  "
+                f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",
+                flush=True,
+            )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
