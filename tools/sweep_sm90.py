@@ -21,12 +21,11 @@ DEFAULT_CASES = "uniform-bs128,zipf-bs1024,uniform-bs1024,uniform-bs8192,zipf-bs
 
 
 def variants():
-    base = {c for _, c in CONFIGS}
-    for c in sorted(base, key=str):
-        yield c
-        for splits in (1, 2, 4):
-            if splits != c.splits:
-                yield replace(c, splits=splits)
+    """Each table config, with block_n 64 and 128 and 3 or 4 cp.async stages."""
+    for c in sorted({c for _, c in CONFIGS}, key=str):
+        for block_n in (128, 64):
+            for buffers in (4, 3):
+                yield replace(c, block_n=block_n, num_buffers=buffers)
 
 
 def main():
