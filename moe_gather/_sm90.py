@@ -132,13 +132,14 @@ class Sm90Config:
 
 
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
-# splits=4 (promote every 32 K) is what keeps the fp8 outputs within one ulp of the exact reference: measured on the
-# H200 (results/sm90_sweep_h200.md), splits=2 left 2-ulp errors and 99.90% bitwise equal; block_m=128 needs more
-# registers than a warpgroup has for four partial accumulators, so large slices use block_m=64 on two warpgroups.
+# Chosen by sweep on the H200, 2026-11-29 (results/sm90_sweep_h200.md): block_n=64 beat 128 on every case swept
+# (more programs in flight, half the shared memory); 3 or 4 stages within noise. splits=4 (promote every 32 K) keeps
+# the fp8 outputs within one ulp of the exact reference (99.95% bitwise equal); splits=2 left 2-ulp errors. Four
+# partial accumulators do not fit beside a block_m=128 tile, so large slices use block_m=64 on two warpgroups.
 CONFIGS = (
-    (16, Sm90Config(block_m=16, block_n=128, block_k=128, num_buffers=4, num_warps=4, splits=4)),
-    (32, Sm90Config(block_m=32, block_n=128, block_k=128, num_buffers=4, num_warps=4, splits=4)),
-    (1 << 30, Sm90Config(block_m=64, block_n=128, block_k=128, num_buffers=4, num_warps=8, splits=4)),
+    (16, Sm90Config(block_m=16, block_n=64, block_k=128, num_buffers=4, num_warps=4, splits=4)),
+    (32, Sm90Config(block_m=32, block_n=64, block_k=128, num_buffers=4, num_warps=4, splits=4)),
+    (1 << 30, Sm90Config(block_m=64, block_n=64, block_k=128, num_buffers=3, num_warps=8, splits=4)),
 )
 
 
