@@ -222,6 +222,7 @@ def _bmm1_sm90_kernel(
     NUM_BUFFERS: gl.constexpr,
     SPLITS: gl.constexpr,
 ):
+    gl.static_assert(SPLITS >= 2, "a single partial accumulator per tile loses fp8 outputs to Hopper's fp8 adds")
     NUM_WARPS: gl.constexpr = gl.num_warps()
     GRID_N: gl.constexpr = N // BLOCK_N
     BLOCKS: gl.constexpr = BLOCK_K // 32  # e8m0 blocks per K tile
