@@ -17,7 +17,7 @@ under 2**-11 of the row's largest block, below what an fp8 output shows in pract
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import triton.language as tl
@@ -143,8 +143,13 @@ CONFIGS = (
 )
 
 
+FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,block_n=128": overrides fields of every choice (tests, sweeps)
+
+
 def select_config(expected_slice_size: int) -> Sm90Config:
     config = next(c for limit, c in CONFIGS if expected_slice_size <= limit)
+    if forced := os.environ.get(FORCE_ENV):
+        config = replace(config, **{k: int(v) for k, v in (item.split("=") for item in forced.split(","))})
     if os.environ.get("MOE_GATHER_PRINT_CONFIG"):
         print(f"moe_gather sm90: expected_slice_size={expected_slice_size} -> {config}", flush=True)
     return config

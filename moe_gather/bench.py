@@ -42,10 +42,7 @@ def time_kernel(problem, weights, ceilings) -> dict:
     config = bmm1._sm90.select_config(problem.routing.ragged.expected_slice_size)
 
     def kernel():
-        bmm1.moe_bmm1(
-            problem.x, weights, problem.params.bias, problem.routing.gather_indx, problem.routing.ragged,
-            x_scale=problem.x_scale, out_scale=problem.out_scale, alpha=problem.alpha, limit=problem.limit, out=out,
-        )  # fmt: skip
+        bmm1.run_problem(problem, weights, out)
 
     kernel()  # allocations and compilation outside the graph capture
     torch.cuda.synchronize()

@@ -138,3 +138,13 @@ def moe_bmm1(
     return _KERNELS[capability[0]].launch(
         x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config
     )
+
+
+def run_problem(problem, weights, out: torch.Tensor | None = None, config=None) -> torch.Tensor:
+    """moe_bmm1 on a moe_gather.problem.Problem (tests, benchmarks, sweeps)."""
+    routing = problem.routing
+    return moe_bmm1(
+        problem.x, weights, problem.params.bias, routing.gather_indx, routing.ragged,
+        x_scale=problem.x_scale, out_scale=problem.out_scale, alpha=problem.alpha, limit=problem.limit,
+        out=out, config=config,
+    )  # fmt: skip

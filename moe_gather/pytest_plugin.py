@@ -17,6 +17,18 @@ Tests ask for the `case` fixture to be parametrized over every selected (model, 
 `gpt-oss-120b-zipf-bs4096` (96 cases for gpt-oss-120b); `problem` gives that case's inputs on the GPU under test
 (expert weights are built once per model and session). `gpu` gives the resolved GpuTarget.
 
+Throughput gate (pytest-benchmark)
+    --benchmark-compare                 compare with the stored baseline of the GPU under test (baselines/<gpu>/, the
+                                        newest file): a case with no baseline fails, a baseline from another device is
+                                        a usage error, a case slower than its threshold is measured again, then fails.
+    --regression-threshold 5,10,100     allowed slowdown: 5% for cases of at least 100 us, 10% below (default).
+    --baselines-dir DIR                 where the per-GPU baseline folders are (default: <rootdir>/baselines).
+    --benchmark-save NAME               save this run as a new baseline; refused when any test failed.
+    --benchmark-plot PATH               write a PNG of throughput against batch size, one panel per routing mode.
+    Benchmarks time CUDA-graph replays of one launch with a timer that synchronizes the device
+    (moe_gather.benchmarking.cuda_timer). Under pytest-xdist pytest-benchmark disables itself: the benchmark tests
+    then skip, saying so; run correctness in parallel (-n) and benchmarks in one process per GPU.
+
 Markers
     gpu          needs a CUDA GPU with a kernel tier (hopper or blackwell); skipped on the CPU tier with the reason.
     hopper       needs the hopper tier.      blackwell   needs the blackwell tier.
@@ -31,17 +43,21 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 import triton  # imported here, once: pytester's in-process runs cannot re-import its native module
 
+from . import benchmarking
 from .problem import MODELS, cases
 from .routing import ROUTINGS
 
 ARCH_BY_MAJOR = {9: "hopper", 10: "blackwell"}  # compute capability major -> kernel tier
 TIERS = ("auto", "hopper", "blackwell", "cpu")
 _TARGET = pytest.StashKey["GpuTarget"]()
+_GATE = pytest.StashKey["Gate | None"]()
+_REFUSED = pytest.StashKey[int]()  # tests failed in a run asked to save a baseline
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,13 @@ def pytest_addoption(parser):
     group.addoption("--routing", choices=(*ROUTINGS, "all"), default="all", help="routing modes (default: all)")
     group.addoption("--model", choices=(*MODELS, "all"), default="gpt-oss-120b", help="models (default: 120b)")
     group.addoption("--batch-sizes", default=None, help="comma-separated batch sizes (default: the ladder)")
+    group.addoption("--baselines-dir", default=None, help="per-GPU baseline folders (default: <rootdir>/baselines)")
+    group.addoption(
+        "--regression-threshold",
+        default=benchmarking.DEFAULT_THRESHOLDS,
+        help="LONG_PCT,SHORT_PCT,BOUNDARY_US: allowed slowdown (default: %(default)s)",
+    )
+    group.addoption("--benchmark-plot", default=None, metavar="PATH", help="write a throughput plot (PNG) here")
 
 
 def _pin_xdist_worker_gpu(config):
@@ -142,7 +165,79 @@ def pytest_configure(config):
     if config.getoption("batch_sizes") is not None:
         _parse_batch_sizes(config.getoption("batch_sizes"))
     _pin_xdist_worker_gpu(config)
-    config.stash[_TARGET] = resolve_target(config.getoption("gpu"), detect_gpu())
+    target = config.stash[_TARGET] = resolve_target(config.getoption("gpu"), detect_gpu())
+    config.stash[_GATE] = None
+    if config.pluginmanager.hasplugin("benchmark"):
+        _configure_benchmarks(config, target)
+
+
+@dataclass
+class Gate:
+    baseline: benchmarking.Baseline
+    thresholds: benchmarking.Thresholds
+
+
+def _configure_benchmarks(config, target: GpuTarget):
+    """Before pytest-benchmark reads its options: store under baselines/<gpu>, time with a device-synchronizing
+    timer, and load the baseline when comparing."""
+    try:
+        thresholds = benchmarking.Thresholds.parse(config.getoption("regression_threshold"))
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    folder = Path(config.getoption("baselines_dir") or config.rootpath / "baselines")
+    folder = (config.rootpath / folder if not folder.is_absolute() else folder) / benchmarking.device_slug(target.name)
+    if config.getoption("benchmark_storage") == "file://./.benchmarks":  # pytest-benchmark's default: not chosen
+        config.option.benchmark_storage = f"file://{folder}"
+    if config.getoption("benchmark_timer") == "time.perf_counter":
+        config.option.benchmark_timer = "moe_gather.benchmarking.cuda_timer"
+    if config.getoption("benchmark_compare"):
+        try:
+            config.stash[_GATE] = Gate(benchmarking.load_baseline(folder, target.name), thresholds)
+        except benchmarking.BaselineError as e:
+            raise pytest.UsageError(f"--benchmark-compare: {e}") from None
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """Record the device in every saved benchmark file: the gate refuses a baseline from another one."""
+    target = config.stash[_TARGET]
+    machine_info["moe_gather"] = {
+        "device": target.name or "cpu",
+        "capability": list(target.capability) if target.capability else None,
+        "driver": _driver_version() if target.name else None,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+    }
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Refuse to save a baseline from a run in which anything failed (before pytest-benchmark saves)."""
+    bench = getattr(session.config, "_benchmarksession", None)
+    if bench is not None and (bench.save or bench.autosave) and session.testsfailed:
+        bench.save = bench.autosave = None
+        session.config.stash[_REFUSED] = session.testsfailed
+    yield
+
+
+@pytest.fixture
+def throughput_gate(request):
+    """check(name, median_seconds, remeasure) -> Verdict or None: fails the test on a regression or a missing
+    baseline when --benchmark-compare is on; records the verdict for the report."""
+    gate = request.config.stash[_GATE]
+
+    def check(name, measured, remeasure=None):
+        if gate is None:
+            return None
+        try:
+            verdict = benchmarking.judge(name, measured, gate.baseline, gate.thresholds, remeasure)
+        except benchmarking.BaselineError as e:
+            pytest.fail(str(e))
+        request.node.user_properties.append(("verdict", verdict))
+        if verdict.regressed:
+            pytest.fail(str(verdict))
+        return verdict
+
+    return check
 
 
 def pytest_report_header(config):
@@ -217,6 +312,23 @@ def problem(case, gpu, _expert_params_cache):
     return make_problem(case, device, _expert_params_cache[key])
 
 
+@pytest.fixture(scope="session")
+def _kernel_weights_cache():
+    return {}
+
+
+@pytest.fixture
+def kernel_weights(problem, _kernel_weights_cache):
+    """The problem's expert weights in the kernel layout of the GPU under test, built once per model."""
+    from . import bmm1
+
+    key = problem.case.model.name
+    if key not in _kernel_weights_cache:
+        _kernel_weights_cache.clear()
+        _kernel_weights_cache[key] = bmm1.prepare_weights(problem.params.weights)
+    return _kernel_weights_cache[key]
+
+
 def pytest_terminal_summary(terminalreporter):
     """One line per test that recorded an fp8 agreement (bitwise-equal fraction, worst ulp) beside assert_close."""
     rows = [
@@ -230,3 +342,34 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("moe-gather: fp8 agreement with the reference")
         for nodeid, outcome, value in sorted(rows):
             terminalreporter.write_line(f"{outcome:6} {nodeid.split('::')[-1]}: {value}")
+    reports = [rep for outcome in ("passed", "failed") for rep in terminalreporter.stats.get(outcome, [])]
+    props = [dict(rep.user_properties) for rep in reports if rep.when == "call"]
+    benches = [p["bench"] for p in props if "bench" in p]
+    verdicts = {str(p["verdict"].name): p["verdict"] for p in props if "verdict" in p}
+    if benches:
+        terminalreporter.section("moe-gather: throughput")
+        terminalreporter.write_line(
+            f"{'case':>30} {'us':>9} {'TFLOP/s':>8} {'TB/s':>6} {'% roof':>7} {'peer us':>8} {'vs baseline':>12}"
+        )
+        for b in sorted(benches, key=lambda b: (b["routing"], b["model"], b["batch"])):
+            verdict = verdicts.get(b["name"])
+            change = f"{verdict.change:+.1%}" if verdict else "-"
+            terminalreporter.write_line(
+                f"{b['case']:>30} {b['us']:>9.1f} {b['tflops']:>8.1f} {b['tbps']:>6.2f} {b['pct_roof']:>7.1%} "
+                f"{b.get('peer_us', float('nan')):>8.1f} {change:>12}"
+            )
+        plot = terminalreporter.config.getoption("benchmark_plot")
+        if plot:
+            from .plot import plot_throughput
+
+            plot_throughput(benches, plot)
+            terminalreporter.write_line(f"moe-gather: throughput plot written to {plot}")
+    if verdicts:
+        terminalreporter.section("moe-gather: throughput against the baseline")
+        for verdict in sorted(verdicts.values(), key=lambda v: v.name):
+            terminalreporter.write_line(str(verdict))
+    refused = terminalreporter.config.stash.get(_REFUSED, 0)
+    if refused:
+        terminalreporter.write_line(
+            f"moe-gather: NOT saving the benchmark baseline: {refused} test(s) failed", red=True
+        )

@@ -44,11 +44,7 @@ def main():
         for config in variants():
 
             def call(config=config, problem=problem):
-                return bmm1.moe_bmm1(
-                    problem.x, weights, problem.params.bias, problem.routing.gather_indx, problem.routing.ragged,
-                    x_scale=problem.x_scale, out_scale=problem.out_scale, alpha=problem.alpha, limit=problem.limit,
-                    config=config,
-                )  # fmt: skip
+                return bmm1.run_problem(problem, weights, config=config)
 
             try:
                 out = call()

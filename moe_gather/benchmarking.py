@@ -1,0 +1,127 @@
+"""The throughput regression gate: stored pytest-benchmark baselines per GPU model, and the verdict per case.
+
+Baselines are pytest-benchmark's own JSON under baselines/<device-slug>/ (`nvidia-h200`, `nvidia-b200`, `cpu`), each
+file recording the device it was measured on in machine_info["moe_gather"]["device"]. The newest file of the folder
+for the device under test is the baseline; one from another device is an error, never a warning.
+
+A case regresses when its median time grows past a noise-aware threshold: by default 5% for cases of 100 us or more
+and 10% below (short kernels jitter more). A suspected regression is measured again before it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+DEFAULT_THRESHOLDS = "5,10,100"  # percent for long cases, percent for short ones, the boundary in us
+
+
+def cuda_timer() -> float:
+    """pytest-benchmark timer for GPU work: waits for the device, then reads the host clock, so that a round of
+    graph replays is timed from its first launch to the end of its last kernel."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def device_slug(device_name: str | None) -> str:
+    """'NVIDIA H200' -> 'nvidia-h200'; no GPU -> 'cpu'. The name of a device's baseline folder."""
+    if not device_name:
+        return "cpu"
+    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+
+
+class BaselineError(Exception):
+    """A baseline that cannot be used: corrupted, from another device, or absent."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    device: str
+    medians: dict[str, float]  # benchmark name (test id) -> median seconds
+
+
+def load_baseline(folder: Path, device_name: str | None) -> Baseline:
+    """The newest baseline JSON of `folder` (pytest-benchmark numbers its saves; a machine-id subfolder is searched
+    too), checked to come from `device_name`."""
+    device = device_name or "cpu"
+    files = sorted(folder.glob("*.json")) + sorted(folder.glob("*/*.json"))
+    if not files:
+        raise BaselineError(f"no baseline for {device} in {folder}: save one (README, 'Baselines')")
+    path = max(files, key=lambda p: p.name)
+    try:
+        data = json.loads(path.read_text())
+        recorded = data["machine_info"]["moe_gather"]["device"]
+        medians = {b["name"]: float(b["stats"]["median"]) for b in data["benchmarks"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BaselineError(f"baseline {path} is corrupted or not a moe-gather benchmark file: {e!r}") from None
+    if recorded != device:
+        raise BaselineError(f"baseline {path} was measured on {recorded}, this run is on {device}")
+    return Baseline(path, recorded, medians)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    long_pct: float  # allowed slowdown, percent, for cases of at least boundary_us
+    short_pct: float  # ... and below it
+    boundary_us: float
+
+    @classmethod
+    def parse(cls, text: str) -> Thresholds:
+        try:
+            long_pct, short_pct, boundary = (float(v) for v in text.split(","))
+        except ValueError:
+            raise ValueError(f"--regression-threshold takes LONG_PCT,SHORT_PCT,BOUNDARY_US, got {text!r}") from None
+        if min(long_pct, short_pct) <= 0 or boundary <= 0:
+            raise ValueError(f"--regression-threshold values must be positive, got {text!r}")
+        return cls(long_pct, short_pct, boundary)
+
+    def allowed(self, baseline_seconds: float) -> float:
+        """Allowed relative slowdown for a case whose baseline median is `baseline_seconds`."""
+        return (self.long_pct if baseline_seconds * 1e6 >= self.boundary_us else self.short_pct) / 100
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    baseline: float  # seconds
+    measured: float  # seconds (the better of the measurements)
+    allowed: float  # relative slowdown allowed
+
+    @property
+    def change(self) -> float:
+        """Throughput change: +0.10 is 10% faster than the baseline."""
+        return self.baseline / self.measured - 1
+
+    @property
+    def regressed(self) -> bool:
+        return self.measured > self.baseline * (1 + self.allowed)
+
+    @property
+    def improved(self) -> bool:
+        return self.measured < self.baseline / (1 + self.allowed)
+
+    def __str__(self):
+        word = "REGRESSED" if self.regressed else "improved" if self.improved else "within noise"
+        return (
+            f"{self.name}: {self.measured * 1e6:.1f} us against {self.baseline * 1e6:.1f} us baseline, "
+            f"throughput {self.change:+.1%} ({word}, allowed -{self.allowed:.0%})"
+        )
+
+
+def judge(name: str, measured: float, baseline: Baseline, thresholds: Thresholds, remeasure=None) -> Verdict:
+    """Compare a case's median with its baseline; a suspected regression is measured again (`remeasure()` returns
+    seconds) and the better of the two counts. A case absent from the baseline raises BaselineError."""
+    if name not in baseline.medians:
+        raise BaselineError(f"no baseline for {name} in {baseline.path}")
+    reference = baseline.medians[name]
+    verdict = Verdict(name, reference, measured, thresholds.allowed(reference))
+    if verdict.regressed and remeasure is not None:
+        verdict = Verdict(name, reference, min(measured, remeasure()), verdict.allowed)
+    return verdict

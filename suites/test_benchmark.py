@@ -1,0 +1,73 @@
+"""Throughput of the kernel per case, recorded by pytest-benchmark and gated against the stored baselines.
+
+Timing: CUDA-graph replays of one launch, ITERATIONS replays a round timed with a device-synchronizing timer
+(moe_gather.benchmarking.cuda_timer), WARMUP_ROUNDS then ROUNDS rounds; the gate reads the median. No L2 flush
+between replays: one expert's weights are ~8.8 MB and the H200's L2 50 MB, so from six active experts on the weights
+stream from HBM every replay; smaller cases keep part of them in L2, as they would in a decode loop.
+Each case's output is checked against the golden reference first: a baseline is only as good as its output.
+"""
+
+import pytest
+import torch
+from triton.testing import do_bench_cudagraph
+
+from moe_gather import bmm1, peer
+from moe_gather.bench import measure_ceilings
+from moe_gather.benchmarking import cuda_timer
+from moe_gather.problem import reference_for
+from moe_gather.reference import TOLERANCES, check_against
+
+pytestmark = [pytest.mark.gpu, pytest.mark.benchmark]
+
+WARMUP_ROUNDS = 3
+ROUNDS = 15  # enough for a median stable to about 1% on the H200
+ITERATIONS = 20  # graph replays per round: launch gaps amortised, short kernels above the timer's resolution
+
+
+@pytest.fixture(scope="session")
+def ceilings():
+    return measure_ceilings()
+
+
+def _median_seconds(fn, rounds=10):
+    times = []
+    for _ in range(rounds):
+        start = cuda_timer()
+        for _ in range(ITERATIONS):
+            fn()
+        times.append((cuda_timer() - start) / ITERATIONS)
+    return sorted(times)[len(times) // 2]
+
+
+def test_throughput(case, problem, gpu, kernel_weights, benchmark, throughput_gate, ceilings, request):
+    if not bmm1.has_kernel(gpu.capability):
+        pytest.skip(f"NYI: no kernel for {gpu.found} yet")
+    if benchmark.disabled:
+        pytest.skip("pytest-benchmark is disabled here (pytest-xdist or --benchmark-disable): one process per GPU")
+    out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
+    bmm1.run_problem(problem, kernel_weights, out)
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], case.id)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        bmm1.run_problem(problem, kernel_weights, out)
+
+    benchmark.pedantic(graph.replay, rounds=ROUNDS, iterations=ITERATIONS, warmup_rounds=WARMUP_ROUNDS)
+    median = benchmark.stats.stats.median
+    roof = max(problem.bytes() / ceilings["read_bw"], problem.flops() / ceilings["fp8_flops"])
+    record = {
+        "name": request.node.name, "case": case.id, "model": case.model.name, "routing": case.routing,
+        "batch": case.batch, "tokens": problem.tokens, "us": median * 1e6, "tflops": problem.flops() / median / 1e12,
+        "tbps": problem.bytes() / median / 1e12, "pct_roof": roof / median,
+        "roof_tflops": problem.flops() / roof / 1e12,
+        "config": str(bmm1._sm90.select_config(problem.routing.ragged.expected_slice_size)),
+    }  # fmt: skip
+    if peer.available():
+        call = peer.prepare(problem, "bf16x", num_warps=4 if case.batch <= 512 else 8)
+        call.run()  # the peer allocates scratch on first use: outside the graph capture
+        torch.cuda.synchronize()
+        record["peer_us"] = do_bench_cudagraph(call.run) * 1e3
+        record["peer_tflops"] = problem.flops() / record["peer_us"] / 1e6
+        record["speedup"] = record["peer_us"] / record["us"]
+    benchmark.extra_info.update({k: v for k, v in record.items() if k != "name"})
+    request.node.user_properties.append(("bench", record))
+    throughput_gate(request.node.name, median, remeasure=lambda: _median_seconds(graph.replay))

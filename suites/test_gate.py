@@ -1,0 +1,132 @@
+"""The throughput gate through pytester, with synthetic benchmarks (a sleep) and synthetic baseline JSON:
+regression, improvement, missing baseline, baseline from another device, corrupted file, refused save."""
+
+import json
+
+import pytest
+
+from moe_gather.benchmarking import Thresholds
+
+SYNTHETIC = """
+import time
+
+def test_synthetic(benchmark, throughput_gate, request):
+    benchmark.pedantic(time.sleep, args=(0.002,), rounds=5, iterations=1)
+    remeasured = []
+    throughput_gate(request.node.name, benchmark.stats.stats.median, remeasure=lambda: remeasured.append(1) or 0.0021)
+    print("remeasured", len(remeasured))
+
+def test_other(benchmark):
+    benchmark.pedantic(time.sleep, args=(0.001,), rounds=3, iterations=1)
+"""
+
+
+def _stats(median):
+    """pytest-benchmark's stats record of a run whose every round took `median` seconds."""
+    keys = ("min", "max", "mean", "median", "q1", "q3", "ld15iqr", "hd15iqr", "total")
+    return {**dict.fromkeys(keys, median), "stddev": 0.0, "iqr": 0.0, "rounds": 5, "iterations": 1, "ops": 1 / median,
+            "outliers": "0;0", "iqr_outliers": 0, "stddev_outliers": 0}  # fmt: skip
+
+
+def _baseline(pytester, medians, device="cpu", name="0001_base.json", text=None):
+    folder = pytester.path / "baselines" / "cpu"
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {
+        "machine_info": {"moe_gather": {"device": device}},
+        "benchmarks": [
+            {"name": n, "fullname": f"test_gate_synthetic.py::{n}", "group": None, "params": None, "param": None,
+             "extra_info": {}, "options": {}, "stats": _stats(m)}
+            for n, m in medians.items()
+        ],
+    }  # fmt: skip
+    (folder / name).write_text(text if text is not None else json.dumps(data))
+
+
+def _run(pytester, *args):
+    pytester.makepyfile(test_gate_synthetic=SYNTHETIC)
+    # pytest-benchmark warns that the synthetic files lack its host details: the gate compares devices only
+    noise = ("-W", "ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
+    return pytester.runpytest("--gpu", "cpu", "-p", "no:cacheprovider", "-s", *noise, *args)
+
+
+def test_regression_is_measured_again_then_fails(pytester):
+    _baseline(pytester, {"test_synthetic": 0.001, "test_other": 0.001})  # half the time the sleep takes
+    result = _run(pytester, "--benchmark-compare")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_synthetic: * us against 1000.0 us baseline, throughput -*REGRESSED*"])
+    assert "remeasured 1" not in result.stdout.str()  # it failed after measuring again, before the print
+
+
+def test_improvement_is_reported_and_passes(pytester):
+    _baseline(pytester, {"test_synthetic": 0.004, "test_other": 0.001})
+    result = _run(pytester, "--benchmark-compare")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_synthetic: * us against 4000.0 us baseline, throughput +*(improved*"])
+    assert "remeasured 0" in result.stdout.str()
+
+
+def test_case_without_baseline_fails(pytester):
+    _baseline(pytester, {"test_other": 0.001})
+    result = _run(pytester, "--benchmark-compare")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*no baseline for test_synthetic in *0001_base.json*"])
+
+
+def test_baseline_from_another_device_is_a_usage_error(pytester):
+    _baseline(pytester, {"test_synthetic": 0.002}, device="NVIDIA H200")
+    result = _run(pytester, "--benchmark-compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*was measured on NVIDIA H200, this run is on cpu*"])
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"benchmarks": []}', '{"machine_info": {}, "benchmarks": 3}'])
+def test_corrupted_baseline_is_a_usage_error(pytester, text):
+    _baseline(pytester, {}, text=text)
+    result = _run(pytester, "--benchmark-compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*0001_base.json is corrupted or not a moe-gather benchmark file*"])
+
+
+def test_missing_baseline_folder_is_a_usage_error(pytester):
+    result = _run(pytester, "--benchmark-compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no baseline for cpu in *baselines*cpu*"])
+
+
+def test_newest_baseline_is_used(pytester):
+    _baseline(pytester, {"test_synthetic": 0.001, "test_other": 0.001}, name="0001_old.json")
+    _baseline(pytester, {"test_synthetic": 0.004, "test_other": 0.001}, name="0002_new.json")
+    _run(pytester, "--benchmark-compare").assert_outcomes(passed=2)
+
+
+def test_save_writes_a_baseline_that_names_the_device(pytester):
+    result = _run(pytester, "--benchmark-save=base")
+    result.assert_outcomes(passed=2)
+    saved = list((pytester.path / "baselines" / "cpu").glob("*/*_base.json"))
+    assert len(saved) == 1
+    data = json.loads(saved[0].read_text())
+    assert data["machine_info"]["moe_gather"]["device"] == "cpu"
+    assert {b["name"] for b in data["benchmarks"]} == {"test_synthetic", "test_other"}
+    _run(pytester, "--benchmark-compare").assert_outcomes(passed=2)  # and the gate reads it back
+
+
+def test_save_is_refused_when_a_test_failed(pytester):
+    pytester.makepyfile(test_broken="def test_broken():\n    assert 1 == 2\n")
+    result = _run(pytester, "--benchmark-save=base")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*NOT saving the benchmark baseline: 1 test(s) failed*"])
+    assert not list((pytester.path / "baselines").rglob("*.json"))
+
+
+def test_thresholds_are_noise_aware():
+    t = Thresholds.parse("5,10,100")
+    assert t.allowed(150e-6) == 0.05 and t.allowed(50e-6) == 0.10
+    with pytest.raises(ValueError, match="LONG_PCT"):
+        Thresholds.parse("5,10")
+    with pytest.raises(ValueError, match="positive"):
+        Thresholds.parse("5,0,100")
+
+
+def test_bad_threshold_option_is_a_usage_error(pytester):
+    result = _run(pytester, "--regression-threshold", "fast")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
