@@ -129,6 +129,7 @@ class Sm90Config:
     num_buffers: int  # cp.async stages in flight
     num_warps: int  # 4: one warpgroup; 8: two, each with half of block_n
     splits: int  # K slices of a tile accumulated apart and promoted to fp32 (Hopper's fp8 adds keep few bits)
+    maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
 
 
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
@@ -282,6 +283,7 @@ def _bmm1_sm90_kernel(
     for t in gl.static_range(NUM_BUFFERS - 1):
         _issue_loads(t, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K, NUM_BUFFERS)
     s_next = _load_scales(0, s_ptrs, offs_wb, K, BLOCK_K)
+    s_after = _load_scales(1, s_ptrs, offs_wb, K, BLOCK_K)  # scales run two tiles ahead: their loads are plain
 
     # Hopper's fp8 wgmma adds with fewer bits than fp32: each K tile goes to a fresh partial sum, which is promoted
     # into the fp32 accumulator once its wgmma is done (one tile later, so the wgmma overlaps the next conversion).
@@ -294,7 +296,8 @@ def _bmm1_sm90_kernel(
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()  # tile t's copies, issued by every thread, have landed
         s = s_next
-        s_next = _load_scales(t + 1, s_ptrs, offs_wb, K, BLOCK_K)
+        s_next = s_after
+        s_after = _load_scales(t + 2, s_ptrs, offs_wb, K, BLOCK_K)
         u = s.to(gl.int32) - rowmax[:, None] + _WINDOW
         lut_lo = gl.where(u >= 0, _LUT_LO_BASE + (u * 8) * 0x01010100, 0)
         lut_hi = gl.where(u >= 0, _LUT_HI_BASE + (u * 8) * 0x01010101, 0)
@@ -353,6 +356,6 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         x, w.words.view(torch.int32), w.scales, w.rowmax, bias, gather_indx, ragged.slice_sizes, ragged.slice_offs,
         schedule, x_scale, out_scale, out, float(alpha), float(limit),
         K=w.k, N=w.n, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        NUM_BUFFERS=config.num_buffers, SPLITS=config.splits, num_warps=config.num_warps,
+        NUM_BUFFERS=config.num_buffers, SPLITS=config.splits, num_warps=config.num_warps, maxnreg=config.maxnreg,
     )  # fmt: skip
     return out

@@ -62,7 +62,8 @@ def compile_sm90(config, k=2880, n=5760):
         "NUM_BUFFERS": config.num_buffers, "SPLITS": config.splits,
     }  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": config.num_warps})
+    options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 
 @pytest.mark.parametrize("config", sorted({c for _, c in _sm90.CONFIGS}, key=str), ids=str)
