@@ -1,0 +1,104 @@
+"""The kernel on the hard inputs of issue 3: scales spread widely within a weight row, x near +-448, an out scale that
+saturates, empty local experts, one expert taking every row, a shard with no rows. Each against the golden reference
+with the kernel's tolerance; small gpt-oss-shaped problems (K = 2880, N = 5760) on the GPU."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from moe_gather import bmm1
+from moe_gather.mxfp4 import MXFP4Weights
+from moe_gather.problem import (
+    MODELS,
+    Case,
+    ExpertParams,
+    local_shard,
+    make_expert_params,
+    make_problem,
+    reference_for,
+)
+from moe_gather.reference import TOLERANCES, check_against
+from moe_gather.routing import route
+
+pytestmark = pytest.mark.gpu
+MODEL = MODELS["gpt-oss-120b"]
+
+
+@pytest.fixture(scope="module")
+def params(gpu):
+    if not bmm1.has_kernel(gpu.capability):
+        pytest.skip(f"NYI: no kernel for {gpu.found} yet")
+    return make_expert_params(MODEL, "cuda")
+
+
+def _check(problem, description):
+    weights = bmm1.prepare_weights(problem.params.weights)
+    out = bmm1.run_problem(problem, weights)
+    return check_against(reference_for(problem).out, out, TOLERANCES["kernel"], description)
+
+
+def _problem(base_params, batch=1024, routing="uniform", **changes):
+    """A gpt-oss-120b problem; `routing` a mode's name, or a Routing to use instead; `changes` replace fields."""
+    if not isinstance(routing, str):
+        changes["routing"], routing = routing, "uniform"
+    return dataclasses.replace(make_problem(Case(MODEL, routing, batch), "cuda", base_params), **changes)
+
+
+def test_scales_spread_from_2_pow_minus_30_to_2_pow_10_within_rows(params):
+    w = params.weights
+    blocks = w.scales.shape[-1]
+    spread = torch.arange(127 - 30, 127 + 11, device="cuda", dtype=torch.int32)  # 2**-30 .. 2**10
+    scales = spread[torch.arange(blocks, device="cuda") % spread.numel()].to(torch.uint8).expand_as(w.scales)
+    wide = ExpertParams(MXFP4Weights(w.codes, scales.contiguous()), params.bias)
+    # blocks more than 11 below their row's largest flush to zero in the kernel: under 2**-11 of that block's share
+    _check(_problem(params, params=wide), "wide e8m0 spread")
+
+
+def test_x_near_448(params):
+    problem = _problem(params)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    sign = torch.randint(0, 2, problem.x.shape, generator=g, device="cuda") * 2 - 1
+    mag = torch.tensor([448.0, 416.0, 384.0, 352.0], device="cuda")[
+        torch.randint(0, 4, problem.x.shape, generator=g, device="cuda")
+    ]
+    _check(dataclasses.replace(problem, x=(sign * mag).to(torch.float8_e4m3fn)), "x near +-448")
+
+
+def test_out_scale_that_saturates(params):
+    problem = _problem(params, out_scale=torch.full((1,), 1e-3, device="cuda"))
+    agreement = _check(problem, "saturating out_scale")
+    assert agreement.bitwise_equal_fraction > 0.999
+
+
+def test_empty_local_experts(params):
+    problem = _problem(params, batch=128, routing="zipf")
+    assert (problem.routing.ragged.slice_sizes == 0).any()
+    _check(problem, "empty experts")
+
+
+def _forced_routing(batch, expert):
+    """Every token's best expert is `expert` (global id), the rest of its top-k elsewhere."""
+    logits = torch.randn((batch, MODEL.num_experts), generator=torch.Generator().manual_seed(3)).half()
+    logits[:, expert] = 100
+    return route(logits.cuda(), MODEL.top_k, MODEL.num_shards, local_shard(MODEL))
+
+
+def test_one_expert_takes_every_row(params):
+    shard = local_shard(MODEL)
+    expert = shard * MODEL.local_experts + 3
+    routing = _forced_routing(4096, expert)
+    assert int(routing.ragged.slice_sizes[3]) == 4096
+    _check(_problem(params, batch=4096, routing=routing), "one expert takes every row")
+
+
+def test_shard_with_no_rows_launches_nothing(params):
+    other = (local_shard(MODEL) + 1) % MODEL.num_shards
+    logits = torch.full((256, MODEL.num_experts), -100.0).half()
+    logits[:, other * MODEL.local_experts : (other + 1) * MODEL.local_experts] = 1  # all top-k in another shard
+    routing = route(logits.cuda(), MODEL.top_k, MODEL.num_shards, local_shard(MODEL))
+    assert routing.tokens == 0
+    problem = _problem(params, batch=256, routing=routing)
+    out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights))
+    assert out.shape == (0, MODEL.n // 2)
+    assert reference_for(problem).out.shape == (0, MODEL.n // 2)
