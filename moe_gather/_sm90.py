@@ -1,17 +1,16 @@
-"""Hopper (sm_90a) BMM1: a Gluon kernel, fp8 wgmma with the MXFP4 scales folded into the fp8 exponent.
+"""Hopper (sm_90a) BMM1: a Gluon kernel on fp8 wgmma, the MXFP4 block scales applied exactly in fp32.
 
 One program computes one (token block, column block) tile of one expert, swap-AB: the weights are the wgmma's
-64-row side (block_n rows of W^T) and the expert's few gathered tokens its N side (block_m = 16..128), so small
+64-row side (block_n rows of W^T) and the expert's few gathered tokens its N side (block_m = 16..64), so small
 slices waste no MMA rows. x rows are gathered and the packed weights streamed with cp.async through a ring of
-shared-memory stages; each thread turns one (row, 32-block) of weights into fp8 in registers, the tile goes to
-shared memory and an asynchronous wgmma consumes it while the next tile is converted.
+shared-memory stages; each thread turns one (row, 32-block) of weights into fp8 in registers (e2m1 values are e4m3
+values: 8 per 32-bit word with two byte permutes through a constant table, see `prepare_weights`), the tile goes to
+shared memory and asynchronous wgmmas consume it while the next tile is converted.
 
-The conversion handles 8 values per 32-bit word with two byte permutes through a per-block 8-entry table (see
-`prepare_weights` for the word layout):
-    fp8 = e2m1 * 2 ** (s - rowmax + 6)        s: the block's e8m0, rowmax: the largest e8m0 of that weight row
-exact while s >= rowmax - 11 (e4m3's normal range); blocks further below flush to zero (their share of the sum is
-under 2**-11 of the row's largest block, below what an fp8 output shows in practice). The row's power of two
-2 ** (rowmax - 133) returns in the epilogue, with x_scale, bias, SwiGLU, 1/out_scale and the fp8 rounding.
+Each 32-wide K block is its own wgmma into its own partial sum: Hopper's fp8 wgmma adds with fewer bits than fp32,
+and one e8m0 scale covers exactly those 32 products. Once the wgmma is done (a tile later, so it overlaps the next
+conversion), the partial is promoted into the fp32 accumulator times its block's 2 ** (s - 127), exactly, whatever
+the spread of the scales. x_scale, bias, SwiGLU, 1/out_scale and the fp8 rounding follow in the epilogue.
 """
 
 from __future__ import annotations
@@ -33,18 +32,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, MXFP4Weights, unpack_codes
 
-WINDOW = 11  # e8m0 steps below the row maximum that still map onto e4m3 normals: u = s - rowmax + WINDOW >= 0
-ROW_SHIFT = E8M0_BIAS + 6  # fp8 value * 2 ** (rowmax - ROW_SHIFT) is the weight
-
-# e4m3 bytes of e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6 times 2 ** -5 (u = 0); u adds u << 3 to each exponent.
-LUT_LO_BASE = 0x14100800
-LUT_HI_BASE = 0x24201C18
-# The same numbers as constexprs, for the kernel (Triton reads only constexpr globals).
-_WINDOW = tl.constexpr(WINDOW)
-_ROW_SHIFT = tl.constexpr(ROW_SHIFT)
-_LUT_LO_BASE = tl.constexpr(LUT_LO_BASE)
-_LUT_HI_BASE = tl.constexpr(LUT_HI_BASE)
-_MX_BLOCK = tl.constexpr(MX_BLOCK)
+# e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
+E4M3_OF_E2M1_LO = 0x3C383000
+E4M3_OF_E2M1_HI = 0x4C484440
+_MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
+_E8M0_BIAS = tl.constexpr(E8M0_BIAS)
 
 
 @dataclass(frozen=True)
@@ -53,7 +45,6 @@ class Sm90Weights:
 
     words: torch.Tensor  # uint8 [E, N, K // 2]: codes re-packed per 8 values (prepare_weights)
     scales: torch.Tensor  # uint8 [E, N, K // 32]: e8m0, as in MXFP4Weights
-    rowmax: torch.Tensor  # int32 [E, N]: max e8m0 of each weight row
 
     @property
     def num_experts(self) -> int:
@@ -96,18 +87,14 @@ def prepare_weights(w: MXFP4Weights) -> Sm90Weights:
             + (sign[..., 1, :] << (8 * i + 7)).sum(-1)
         )  # [N, K/8], < 2**32
         words[e] = torch.stack([(word >> (8 * b)) & 0xFF for b in range(4)], dim=-1).reshape(w.codes.shape[1:])
-    rowmax = w.scales.amax(dim=-1).to(torch.int32)
-    return Sm90Weights(words, w.scales.contiguous(), rowmax.contiguous())
+    return Sm90Weights(words, w.scales.contiguous())
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     """What the kernel computes from Sm90Weights, in torch: float64 [E, K, N] (tests compare it to the exact
-    dequantization). Bit for bit the kernel's table, permutes and sign placement."""
+    dequantization). Bit for bit the kernel's table, permutes and sign placement, then the block's power of two."""
     words = w.words.view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
-    u = w.scales.to(torch.int64) - w.rowmax[..., None].to(torch.int64) + WINDOW  # [E, N, K/32]
-    u = u.repeat_interleave(MX_BLOCK // 8, dim=-1)  # per word
-    b = (u << 3) * 0x01010101
-    lut = torch.where(u >= 0, LUT_LO_BASE + (b & 0xFFFFFF00), 0) | (torch.where(u >= 0, LUT_HI_BASE + b, 0) << 32)
+    lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
     out = []
     for half_shift, sign_shift in ((0, 4), (16, 0)):  # K = 8g + 0..3: selectors at bits 0..15; 8g + 4..7: 16..31
         for i in range(4):
@@ -117,8 +104,8 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
             out.append(mag | (sign << 7))
     fp8 = torch.stack(out, dim=-1).reshape(*words.shape[:-1], -1)  # [E, N, K]
     values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
-    row = torch.exp2(w.rowmax.to(torch.float64) - ROW_SHIFT)
-    return (values * row[..., None]).transpose(1, 2)
+    scale = torch.exp2(w.scales.to(torch.float64) - E8M0_BIAS).repeat_interleave(MX_BLOCK, dim=-1)
+    return (values * scale).transpose(1, 2)
 
 
 @dataclass(frozen=True)
@@ -128,19 +115,19 @@ class Sm90Config:
     block_k: int  # K per stage; 128 = one 128-byte swizzled fp8 row
     num_buffers: int  # cp.async stages in flight
     num_warps: int  # 4: one warpgroup; 8: two, each with half of block_n
-    splits: int  # K slices of a tile accumulated apart and promoted to fp32 (Hopper's fp8 adds keep few bits)
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
 
 
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
 # Chosen by sweep on the H200, 2026-11-29 (results/sm90_sweep_h200.md): block_n=64 beat 128 on every case swept
-# (more programs in flight, half the shared memory); 3 or 4 stages within noise. splits=4 (promote every 32 K) keeps
-# the fp8 outputs within one ulp of the exact reference (99.95% bitwise equal); splits=2 left 2-ulp errors. Four
-# partial accumulators do not fit beside a block_m=128 tile, so large slices use block_m=64 on two warpgroups.
+# (more programs in flight, half the shared memory); 3 or 4 stages within noise. Promoting every 32-block's partial
+# sum keeps the fp8 outputs within one ulp of the exact reference (99.95% bitwise equal; promoting every 64 or 128 K
+# left 2-ulp errors). Four partial accumulators do not fit beside a block_m=128 tile, so large slices use block_m=64
+# on two warpgroups.
 CONFIGS = (
-    (16, Sm90Config(block_m=16, block_n=64, block_k=128, num_buffers=4, num_warps=4, splits=4)),
-    (32, Sm90Config(block_m=32, block_n=64, block_k=128, num_buffers=4, num_warps=4, splits=4)),
-    (1 << 30, Sm90Config(block_m=64, block_n=64, block_k=128, num_buffers=3, num_warps=8, splits=4)),
+    (16, Sm90Config(block_m=16, block_n=64, block_k=128, num_buffers=4, num_warps=4)),
+    (32, Sm90Config(block_m=32, block_n=64, block_k=128, num_buffers=4, num_warps=4)),
+    (1 << 30, Sm90Config(block_m=64, block_n=64, block_k=128, num_buffers=3, num_warps=8)),
 )
 
 
@@ -156,30 +143,31 @@ def select_config(expected_slice_size: int) -> Sm90Config:
     return config
 
 
+# 8 e2m1 codes of a re-packed word -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
+_E2M1_TO_E4M3_ASM = tl.constexpr(f"""
+{{
+.reg .b32 lo, hi, sel, mag, sgn;
+mov.b32 lo, {E4M3_OF_E2M1_LO:#x};
+mov.b32 hi, {E4M3_OF_E2M1_HI:#x};
+and.b32 sel, $2, 0x7777;
+prmt.b32 mag, lo, hi, sel;
+shl.b32 sgn, $2, 4;
+and.b32 sgn, sgn, 0x80808080;
+or.b32 $0, mag, sgn;
+shr.u32 sel, $2, 16;
+and.b32 sel, sel, 0x7777;
+prmt.b32 mag, lo, hi, sel;
+and.b32 sgn, $2, 0x80808080;
+or.b32 $1, mag, sgn;
+}}
+""")
+
+
 @gluon.jit
-def _fp8_from_words(words, lut_lo, lut_hi):
-    """int32 re-packed words -> the fp8 bytes of their K = 8g..8g+3 and 8g+4..8g+7, as two int32."""
+def _fp8_from_words(words):
+    """int32 re-packed words -> the e4m3 bytes of their K = 8g..8g+3 and 8g+4..8g+7, as two int32."""
     return gl.inline_asm_elementwise(
-        asm="""
-        {
-        .reg .b32 sel, mag, sgn;
-        and.b32 sel, $2, 0x7777;
-        prmt.b32 mag, $3, $4, sel;
-        shl.b32 sgn, $2, 4;
-        and.b32 sgn, sgn, 0x80808080;
-        or.b32 $0, mag, sgn;
-        shr.u32 sel, $2, 16;
-        and.b32 sel, sel, 0x7777;
-        prmt.b32 mag, $3, $4, sel;
-        and.b32 sgn, $2, 0x80808080;
-        or.b32 $1, mag, sgn;
-        }
-        """,
-        constraints="=r,=r,r,r,r",
-        args=[words, lut_lo, lut_hi],
-        dtype=(gl.int32, gl.int32),
-        is_pure=True,
-        pack=1,
+        asm=_E2M1_TO_E4M3_ASM, constraints="=r,=r,r", args=[words], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
     )
 
 
@@ -198,10 +186,16 @@ def _issue_loads(
 
 
 @gluon.jit
-def _load_scales(tile, s_ptrs, offs_sb, K: gl.constexpr, BLOCK_K: gl.constexpr):
-    """e8m0 scales of K tile `tile` (a few bytes a row: plain loads, one tile ahead of their use)."""
-    k0 = tile * BLOCK_K
-    return gl.load(s_ptrs + k0 // _MX_BLOCK, mask=offs_sb[None, :] < (K - k0) // _MX_BLOCK, other=0)
+def _block_scales(tile, s_ptrs, K: gl.constexpr, BLOCK_K: gl.constexpr, SPLITS: gl.constexpr):
+    """2 ** (e8m0 - 127) of each 32-block of K tile `tile`, one fp32 vector over the tile's rows per block, made
+    from the exponent bits (exact; e8m0 0 is 2 ** -127, an fp32 subnormal). Zero past K."""
+    scales = ()
+    for j in gl.static_range(SPLITS):
+        block = tile * SPLITS + j
+        e = gl.load(s_ptrs + block, mask=block < K // _MX_BLOCK, other=0).to(gl.int32)
+        bits = gl.where(e == 0, 1 << 22, e << 23)
+        scales = scales + (gl.where(block < K // _MX_BLOCK, bits, 0).to(gl.float32, bitcast=True),)  # noqa: RUF005
+    return scales
 
 
 @gluon.jit
@@ -209,7 +203,6 @@ def _bmm1_sm90_kernel(
     x_ptr,  # fp8 [batch, K]
     words_ptr,  # int32 [E, N, K/8]
     scales_ptr,  # uint8 [E, N, K/32]
-    rowmax_ptr,  # int32 [E, N]
     bias_ptr,  # fp32 [E, N]
     gather_ptr,  # int32 [tokens]
     slice_sizes_ptr,  # int32 [E]
@@ -226,9 +219,8 @@ def _bmm1_sm90_kernel(
     BLOCK_N: gl.constexpr,
     BLOCK_K: gl.constexpr,
     NUM_BUFFERS: gl.constexpr,
-    SPLITS: gl.constexpr,
 ):
-    gl.static_assert(SPLITS >= 2, "a single partial accumulator per tile loses fp8 outputs to Hopper's fp8 adds")
+    SPLITS: gl.constexpr = BLOCK_K // _MX_BLOCK  # one partial sum per e8m0 block
     NUM_WARPS: gl.constexpr = gl.num_warps()
     GRID_N: gl.constexpr = N // BLOCK_N
     BLOCKS: gl.constexpr = BLOCK_K // 32  # e8m0 blocks per K tile
@@ -268,8 +260,8 @@ def _bmm1_sm90_kernel(
     w_ptrs = (
         words_ptr + (row0 + offs_wn)[:, None, None] * (K // 8) + offs_wb[None, :, None] * 4 + offs_ww[None, None, :]
     )
-    s_ptrs = scales_ptr + (row0 + offs_wn)[:, None] * (K // _MX_BLOCK) + offs_wb[None, :]
-    rowmax = gl.load(rowmax_ptr + row0 + offs_wn)
+    offs_an = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+    s_ptrs = scales_ptr + (row0 + offs_an) * (K // _MX_BLOCK)  # the accumulator's rows: scales meet partial sums
 
     plain: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[2, 1, 0])
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
@@ -282,57 +274,45 @@ def _bmm1_sm90_kernel(
 
     for t in gl.static_range(NUM_BUFFERS - 1):
         _issue_loads(t, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K, NUM_BUFFERS)
-    s_next = _load_scales(0, s_ptrs, offs_wb, K, BLOCK_K)
-    s_after = _load_scales(1, s_ptrs, offs_wb, K, BLOCK_K)  # scales run two tiles ahead: their loads are plain
 
-    # Hopper's fp8 wgmma adds with fewer bits than fp32: each K tile goes to a fresh partial sum, which is promoted
-    # into the fp32 accumulator once its wgmma is done (one tile later, so the wgmma overlaps the next conversion).
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     zero = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
-    parts = (zero,) * SPLITS
-    SPLIT_K: gl.constexpr = BLOCK_K // SPLITS
+    parts = (zero,) * SPLITS  # one per 32-block of the tile in flight
+    scales = _block_scales(K_TILES, s_ptrs, K, BLOCK_K, SPLITS)  # zeros: nothing to promote before tile 0
     for t in range(K_TILES):
         buf = t % NUM_BUFFERS
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()  # tile t's copies, issued by every thread, have landed
-        s = s_next
-        s_next = s_after
-        s_after = _load_scales(t + 2, s_ptrs, offs_wb, K, BLOCK_K)
-        u = s.to(gl.int32) - rowmax[:, None] + _WINDOW
-        lut_lo = gl.where(u >= 0, _LUT_LO_BASE + (u * 8) * 0x01010100, 0)
-        lut_hi = gl.where(u >= 0, _LUT_HI_BASE + (u * 8) * 0x01010101, 0)
-        words = w_smem.index(buf).load(w_layout)
-        lut_lo, _ = gl.broadcast(lut_lo[:, :, None], words)
-        lut_hi, _ = gl.broadcast(lut_hi[:, :, None], words)
-        low, high = _fp8_from_words(words, lut_lo, lut_hi)
+        low, high = _fp8_from_words(w_smem.index(buf).load(w_layout))
         tile = gl.join(low, high).reshape([BLOCK_N, BLOCK_K // 4])
-        parts = warpgroup_mma_wait(num_outstanding=0, deps=parts)  # tile t-1's wgmma is done with a_smem, its slot
+        next_scales = _block_scales(t, s_ptrs, K, BLOCK_K, SPLITS)
+        parts = warpgroup_mma_wait(num_outstanding=0, deps=parts)  # tile t-1's wgmmas are done with a_smem
         for j in gl.static_range(SPLITS):
-            acc = acc + parts[j]
-        gl.thread_barrier()  # every warpgroup's wgmma is done before a_smem is overwritten
+            acc = gl.fma(parts[j], scales[j][:, None], acc)
+        scales = next_scales
+        gl.thread_barrier()  # every warpgroup's wgmmas are done before a_smem is overwritten
         a_words.store(tile)
         fence_async_shared()
         gl.thread_barrier()
         x_tile = x_smem.index(buf)
         new_parts = ()
         for j in gl.static_range(SPLITS):
-            a_j = a_smem.slice(j * SPLIT_K, SPLIT_K, dim=1)
-            x_j = x_tile.slice(j * SPLIT_K, SPLIT_K, dim=1).permute((1, 0))
+            a_j = a_smem.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1)
+            x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
             new_parts = new_parts + (warpgroup_mma(a_j, x_j, zero, use_acc=False, is_async=True),)  # noqa: RUF005 (Gluon has no unpacking)
         parts = new_parts
         _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K,
                      NUM_BUFFERS)  # fmt: skip
     parts = warpgroup_mma_wait(num_outstanding=0, deps=parts)
     for j in gl.static_range(SPLITS):
-        acc = acc + parts[j]
+        acc = gl.fma(parts[j], scales[j][:, None], acc)
     cp.wait_group(0)
 
-    # Epilogue: weights' row power of two and x_scale, bias, SwiGLU on (gate, linear) row pairs, 1/out_scale, fp8.
+    # Epilogue: x_scale, bias, SwiGLU on (gate, linear) row pairs, 1/out_scale, fp8.
     z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
     offs_en = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, epi_layout))
-    row_scale = gl.exp2((gl.load(rowmax_ptr + row0 + offs_en) - _ROW_SHIFT).to(gl.float32)) * gl.load(x_scale_ptr)
     bias = gl.load(bias_ptr + row0 + offs_en)
-    z = gl.fma(z, row_scale[None, :], bias[None, :])
+    z = gl.fma(z, gl.load(x_scale_ptr), bias[None, :])
     gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
     gate = gl.where(gate == gate, gl.minimum(gate, limit), gate)  # NaN stays NaN
     linear = gl.where(linear == linear, gl.minimum(gl.maximum(linear, -limit), limit), linear)
@@ -353,9 +333,9 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     schedule = ragged.block_schedule[config.block_m]
     grid = (schedule.numel() * (w.n // config.block_n),)
     _bmm1_sm90_kernel[grid](
-        x, w.words.view(torch.int32), w.scales, w.rowmax, bias, gather_indx, ragged.slice_sizes, ragged.slice_offs,
+        x, w.words.view(torch.int32), w.scales, bias, gather_indx, ragged.slice_sizes, ragged.slice_offs,
         schedule, x_scale, out_scale, out, float(alpha), float(limit),
         K=w.k, N=w.n, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        NUM_BUFFERS=config.num_buffers, SPLITS=config.splits, num_warps=config.num_warps, maxnreg=config.maxnreg,
+        NUM_BUFFERS=config.num_buffers, num_warps=config.num_warps, maxnreg=config.maxnreg,
     )  # fmt: skip
     return out

@@ -22,20 +22,15 @@ def _random_weights(e=2, n=16, k=128, spread=6, seed=0):
 
 
 def test_prepared_words_convert_to_the_exact_weights():
-    w = _random_weights(spread=_sm90.WINDOW)  # every block within the exact window of its row's largest scale
+    w = _random_weights(spread=6)
     assert torch.equal(_sm90.emulate_dequant(_sm90.prepare_weights(w)), dequantize_mxfp4(w, torch.float64))
 
 
-def test_blocks_below_the_window_flush_to_zero():
-    w = _random_weights(spread=0)
-    scales = w.scales.clone()
-    scales[0, 0, 1] = 127 - _sm90.WINDOW - 1  # one block just below the window, the rest at 127
-    scales[0, 1, 2] = 127 - _sm90.WINDOW  # one block at its edge: still exact
+def test_every_scale_is_exact_however_wide_the_spread_in_a_row():
+    w = _random_weights(e=1, n=8, k=32 * 255)
+    scales = torch.arange(255, dtype=torch.uint8).expand(1, 8, 255).contiguous()  # 2**-127 .. 2**127 in every row
     w = MXFP4Weights(w.codes, scales)
-    got, want = _sm90.emulate_dequant(_sm90.prepare_weights(w)), dequantize_mxfp4(w, torch.float64)
-    assert torch.equal(got[0, 32:64, 0], torch.zeros(32, dtype=torch.float64))
-    got[0, 32:64, 0] = want[0, 32:64, 0]
-    assert torch.equal(got, want)
+    assert torch.equal(_sm90.emulate_dequant(_sm90.prepare_weights(w)), dequantize_mxfp4(w, torch.float64))
 
 
 def test_nan_scale_is_refused():
@@ -46,20 +41,20 @@ def test_nan_scale_is_refused():
 
 
 SIGNATURE = {
-    "x_ptr": "*fp8e4nv", "words_ptr": "*i32", "scales_ptr": "*u8", "rowmax_ptr": "*i32", "bias_ptr": "*fp32",
+    "x_ptr": "*fp8e4nv", "words_ptr": "*i32", "scales_ptr": "*u8", "bias_ptr": "*fp32",
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32", "limit": "fp32",
     "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
-    "NUM_BUFFERS": "constexpr", "SPLITS": "constexpr",
+    "NUM_BUFFERS": "constexpr",
 }  # fmt: skip
-ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(12)}  # what Triton's launcher sees for torch allocations
+ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 
 
 def compile_sm90(config, k=2880, n=5760):
     constexprs = {
         "K": k, "N": n, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n, "BLOCK_K": config.block_k,
-        "NUM_BUFFERS": config.num_buffers, "SPLITS": config.splits,
+        "NUM_BUFFERS": config.num_buffers,
     }  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}

@@ -67,7 +67,7 @@ def main():
             rows.append(row)
             print(
                 f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} b{config.num_buffers} "
-                f"s{config.splits} r{config.maxnreg}: {us:8.1f} us  bitwise {agreement.bitwise_equal_fraction:.4%}  "
+                f"r{config.maxnreg}: {us:8.1f} us  bitwise {agreement.bitwise_equal_fraction:.4%}  "
                 f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",
                 flush=True,
             )
