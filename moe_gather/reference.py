@@ -125,6 +125,10 @@ TOLERANCES = {
     # cases on the H200 (results/peer_agreement_h200.md).
     "kernel": Tolerance(0.125, 4e-3, 0.999, 1, "as the peer: fp32 accumulate and epilogue, rare 1-ulp fp8 flips"),
     "peer": Tolerance(0.125, 4e-3, 0.999, 1, "triton_kernels: fp32 accumulate, y * (1/out_scale), fast exp"),
+    # An out_scale that saturates most outputs (1e-3 against ~4) also multiplies the kernel's absolute error near
+    # zero by ~1000: Hopper's fp8 wgmma keeps ~13 bits within a 32-product group, so outputs of |y| << 1 move by many
+    # ulps while assert_close, which weighs errors against max(RMS, |ref|), holds (measured 99.894% bitwise equal).
+    "saturating": Tolerance(0.125, 4e-3, 0.998, float("inf"), "fp8 wgmma error near zero, amplified 1000x"),
 }
 
 
