@@ -12,6 +12,7 @@ one raises ValueError naming it. The kernel writes only `out`.
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 
@@ -42,22 +43,89 @@ def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = 
     return _KERNELS[capability[0]].prepare_weights(weights)
 
 
-def _check_tensor(name, t, dtype, ndim, device):
+DEBUG_ENV = "MOE_GATHER_DEBUG"  # "1": also check what costs a device sync (gather indices, slice sums)
+
+
+def _check_tensor(name, t, dtype, ndim):
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dtype != dtype:
         raise ValueError(f"{name} must be {dtype}, got {t.dtype}")
     if t.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
-    if t.device != device:
-        raise ValueError(f"{name} is on {t.device}, expected {device} (where x is)")
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(t.shape)}")
     if not t.is_contiguous():
         raise ValueError(f"{name} must be contiguous")
 
 
 def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device:
+        return False
     a0, b0 = a.data_ptr(), b.data_ptr()
     return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
+def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out):
+    """Every host-side check of moe_bmm1, in an order that needs no GPU until the devices: types, dtypes, shapes,
+    contiguity, the output, then devices and the kernel for the device. Raises ValueError naming the argument.
+    Returns the output shape (tokens, N/2)."""
+    _check_tensor("x", x, torch.float8_e4m3fn, 2)
+    batch, k = x.shape
+    if not isinstance(weights, tuple(_WEIGHT_TYPES.values())):
+        raise ValueError(f"weights must come from prepare_weights, got {type(weights).__name__}")
+    if k % MX_BLOCK:
+        raise ValueError(f"x: K = {k} is not a multiple of {MX_BLOCK}")
+    if weights.k != k:
+        raise ValueError(f"weights have K = {weights.k}, x has K = {k}")
+    num_experts, n = weights.num_experts, weights.n
+    if n % 2:
+        raise ValueError(f"weights: N = {n} must be even (interleaved gate and linear columns)")
+    _check_tensor("bias", bias, torch.float32, 2)
+    if tuple(bias.shape) != (num_experts, n):
+        raise ValueError(f"bias must be [{num_experts}, {n}], got {tuple(bias.shape)}")
+    _check_tensor("gather_indx", gather_indx, torch.int32, 1)
+    tokens = gather_indx.shape[0]
+    if tokens and not batch:
+        raise ValueError("x has no rows but gather_indx has some")
+    if not isinstance(ragged, RaggedMetadata):
+        raise ValueError(f"ragged must be RaggedMetadata, got {type(ragged).__name__}")
+    _check_tensor("ragged.slice_sizes", ragged.slice_sizes, torch.int32, 1)
+    if ragged.n_slices != num_experts:
+        raise ValueError(f"ragged has {ragged.n_slices} slices, weights {num_experts} experts")
+    for name, scale in (("x_scale", x_scale), ("out_scale", out_scale)):
+        _check_tensor(name, scale, torch.float32, 1)
+        if scale.numel() != 1:
+            raise ValueError(f"{name} must hold one element, got {scale.numel()}")
+    for name, value in (("alpha", alpha), ("limit", limit)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if out is not None:
+        _check_tensor("out", out, torch.float8_e4m3fn, 2)
+        if tuple(out.shape) != (tokens, n // 2):
+            raise ValueError(f"out must be [{tokens}, {n // 2}], got {tuple(out.shape)}")
+        inputs = (("x", x), ("bias", bias), ("gather_indx", gather_indx), ("x_scale", x_scale))
+        for name, t in (*inputs, ("out_scale", out_scale), ("ragged.slice_sizes", ragged.slice_sizes)):
+            if _overlaps(out, t):
+                raise ValueError(f"out overlaps {name}")
+    device = x.device
+    if device.type != "cuda":
+        raise ValueError(f"x must be on a CUDA device, got {device}")
+    named = {"weights": weights.device, "bias": bias.device, "gather_indx": gather_indx.device}
+    named |= {"ragged.slice_sizes": ragged.slice_sizes.device, "x_scale": x_scale.device}
+    named |= {"out_scale": out_scale.device} | ({"out": out.device} if out is not None else {})
+    for name, where in named.items():
+        if where != device:
+            raise ValueError(f"{name} is on {where}, expected {device} (where x is)")
+    capability = _capability(device)
+    if not has_kernel(capability):
+        raise ValueError(f"no moe_gather kernel for compute capability {capability} ({device})")
+    if not isinstance(weights, _WEIGHT_TYPES[capability[0]]):
+        raise ValueError(f"weights were prepared for another GPU ({type(weights).__name__})")
+    if os.environ.get(DEBUG_ENV) == "1" and tokens:
+        if int(gather_indx.min()) < 0 or int(gather_indx.max()) >= batch:
+            raise ValueError(f"gather_indx has values outside [0, {batch})")
+        if int(ragged.slice_sizes.sum()) != tokens:
+            raise ValueError(f"ragged.slice_sizes sum to {int(ragged.slice_sizes.sum())}, gather_indx has {tokens}")
+    return tokens, n // 2
 
 
 def moe_bmm1(
@@ -80,64 +148,18 @@ def moe_bmm1(
     [tokens], the rows of each expert's slice in order; ragged: the slices (moe_gather.routing); x_scale and
     out_scale: fp32 tensors of one element (kept on the device, so the call can be captured in a CUDA graph);
     alpha, limit: SwiGLU parameters; out: optional fp8 [tokens, N/2] output; config: a kernel config to force
-    (tests and sweeps), else chosen from the expected slice size. Contract: gather_indx values lie in [0, batch)
-    (not checked: that would cost a device sync).
+    (tests and sweeps), else chosen from the expected slice size.
+    Contract, checked only with MOE_GATHER_DEBUG=1 (the checks cost a device sync): gather_indx values lie in
+    [0, batch) and ragged.slice_sizes sum to the tokens. NaN and Inf in x, bias or the scales behave as the golden
+    reference states (NaN propagates; see moe_gather.reference).
     """
-    if not isinstance(x, torch.Tensor):
-        raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    device = x.device
-    if device.type != "cuda":
-        raise ValueError(f"x must be on a CUDA device, got {device}")
-    capability = _capability(device)
-    if not has_kernel(capability):
-        raise ValueError(f"no moe_gather kernel for compute capability {capability} ({device})")
-    _check_tensor("x", x, torch.float8_e4m3fn, 2, device)
-    batch, k = x.shape
-    weight_type = _WEIGHT_TYPES[capability[0]]
-    if not isinstance(weights, weight_type):
-        raise ValueError(f"weights must come from prepare_weights for this GPU ({weight_type.__name__})")
-    if weights.device != device:
-        raise ValueError(f"weights are on {weights.device}, expected {device} (where x is)")
-    if k % MX_BLOCK:
-        raise ValueError(f"x: K = {k} is not a multiple of {MX_BLOCK}")
-    if weights.k != k:
-        raise ValueError(f"weights have K = {weights.k}, x has K = {k}")
-    num_experts, n = weights.num_experts, weights.n
-    if n % 2:
-        raise ValueError(f"weights: N = {n} must be even (interleaved gate and linear columns)")
-    _check_tensor("bias", bias, torch.float32, 2, device)
-    if tuple(bias.shape) != (num_experts, n):
-        raise ValueError(f"bias must be [{num_experts}, {n}], got {tuple(bias.shape)}")
-    _check_tensor("gather_indx", gather_indx, torch.int32, 1, device)
-    tokens = gather_indx.shape[0]
-    if not isinstance(ragged, RaggedMetadata):
-        raise ValueError(f"ragged must be RaggedMetadata, got {type(ragged).__name__}")
-    _check_tensor("ragged.slice_sizes", ragged.slice_sizes, torch.int32, 1, device)
-    if ragged.n_slices != num_experts:
-        raise ValueError(f"ragged has {ragged.n_slices} slices, weights {num_experts} experts")
-    for name, scale in (("x_scale", x_scale), ("out_scale", out_scale)):
-        _check_tensor(name, scale, torch.float32, 1, device)
-        if scale.numel() != 1:
-            raise ValueError(f"{name} must hold one element, got {scale.numel()}")
-    for name, value in (("alpha", alpha), ("limit", limit)):
-        if not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
+    tokens, half_n = check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out)
     if out is None:
-        out = torch.empty((tokens, n // 2), dtype=torch.float8_e4m3fn, device=device)
-    else:
-        _check_tensor("out", out, torch.float8_e4m3fn, 2, device)
-        if tuple(out.shape) != (tokens, n // 2):
-            raise ValueError(f"out must be [{tokens}, {n // 2}], got {tuple(out.shape)}")
-        for name, t in (("x", x), ("bias", bias), ("gather_indx", gather_indx)):
-            if _overlaps(out, t):
-                raise ValueError(f"out overlaps {name}")
+        out = torch.empty((tokens, half_n), dtype=torch.float8_e4m3fn, device=x.device)
     if tokens == 0:
         return out
-    if batch == 0:
-        raise ValueError("x has no rows but gather_indx has some")
-    return _KERNELS[capability[0]].launch(
-        x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config
-    )
+    kernel = _KERNELS[_capability(x.device)[0]]
+    return kernel.launch(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
 
 
 def run_problem(problem, weights, out: torch.Tensor | None = None, config=None) -> torch.Tensor:

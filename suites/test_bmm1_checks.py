@@ -1,0 +1,83 @@
+"""moe_bmm1's host checks: each bad argument is a ValueError naming it, raised before any launch. They run on the
+CPU: every check but the last (the device) needs no GPU."""
+
+import pytest
+import torch
+
+from moe_gather import bmm1
+from moe_gather.mxfp4 import quantize_mxfp4
+from moe_gather.routing import make_ragged_metadata
+
+E, K, N, BATCH = 2, 64, 16, 8
+
+
+def _args(**changes):
+    g = torch.Generator().manual_seed(0)
+    weights = bmm1.prepare_weights(quantize_mxfp4(torch.randn(E, K, N, generator=g)), capability=(9, 0))
+    sizes = torch.tensor([4, 2], dtype=torch.int32)
+    args = {
+        "x": torch.randn(BATCH, K, generator=g).to(torch.float8_e4m3fn),
+        "weights": weights,
+        "bias": torch.randn(E, N, generator=g),
+        "gather_indx": torch.tensor([0, 3, 5, 7, 1, 2], dtype=torch.int32),
+        "ragged": make_ragged_metadata(sizes, 6, 3),
+        "x_scale": torch.ones(1),
+        "out_scale": torch.ones(1),
+        "alpha": 1.1,
+        "limit": 1.4,
+        "out": None,
+    }
+    return args | changes
+
+
+def _call(**changes):
+    a = _args(**changes)
+    x, weights, bias, gather, ragged = (a.pop(k) for k in ("x", "weights", "bias", "gather_indx", "ragged"))
+    return bmm1.moe_bmm1(x, weights, bias, gather, ragged, **a)
+
+
+BAD = {
+    "x dtype": ({"x": torch.zeros(BATCH, K)}, "x must be torch.float8_e4m3fn"),
+    "x ndim": ({"x": torch.zeros(BATCH * K).to(torch.float8_e4m3fn)}, "x must have 2 dimension"),
+    "x layout": ({"x": torch.zeros(K, BATCH).to(torch.float8_e4m3fn).t()}, "x must be contiguous"),
+    "x not a tensor": ({"x": [[0.0]]}, "x must be a torch.Tensor"),
+    "K mismatch": ({"x": torch.zeros(BATCH, K + 32).to(torch.float8_e4m3fn)}, "weights have K = 64, x has K = 96"),
+    "K not multiple of 32": ({"x": torch.zeros(BATCH, 48).to(torch.float8_e4m3fn)}, "not a multiple of 32"),
+    "weights raw": ({"weights": torch.zeros(E, N, K // 2, dtype=torch.uint8)}, "weights must come from prepare_"),
+    "bias dtype": ({"bias": torch.zeros(E, N, dtype=torch.bfloat16)}, "bias must be torch.float32"),
+    "bias shape": ({"bias": torch.zeros(E, N + 2)}, r"bias must be \[2, 16\]"),
+    "gather dtype": ({"gather_indx": torch.zeros(6, dtype=torch.int64)}, "gather_indx must be torch.int32"),
+    "gather ndim": ({"gather_indx": torch.zeros(2, 3, dtype=torch.int32)}, "gather_indx must have 1 dimension"),
+    "ragged type": ({"ragged": torch.tensor([4, 2])}, "ragged must be RaggedMetadata"),
+    "ragged slices": ({"ragged": make_ragged_metadata(torch.tensor([6], dtype=torch.int32), 6, 3)}, "1 slices"),
+    "x_scale dtype": ({"x_scale": torch.ones(1, dtype=torch.float64)}, "x_scale must be torch.float32"),
+    "out_scale size": ({"out_scale": torch.ones(2)}, "out_scale must hold one element"),
+    "alpha nan": ({"alpha": float("nan")}, "alpha must be a finite number"),
+    "limit type": ({"limit": "1.4"}, "limit must be a finite number"),
+    "out dtype": ({"out": torch.zeros(6, N // 2)}, "out must be torch.float8_e4m3fn"),
+    "out shape": ({"out": torch.zeros(6, N).to(torch.float8_e4m3fn)}, r"out must be \[6, 8\]"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", BAD, ids=list(BAD))
+def test_bad_argument_is_named(bad):
+    changes, message = BAD[bad]
+    with pytest.raises(ValueError, match=message):
+        _call(**changes)
+
+
+def test_odd_n_is_refused():
+    weights = bmm1.prepare_weights(quantize_mxfp4(torch.randn(E, K, N + 1)), capability=(9, 0))
+    with pytest.raises(ValueError, match="N = 17 must be even"):
+        _call(weights=weights, bias=torch.zeros(E, N + 1))
+
+
+def test_output_aliasing_an_input_is_refused():
+    x = torch.zeros(BATCH, K).to(torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match="out overlaps x"):
+        _call(x=x, out=x.view(-1)[: 6 * (N // 2)].view(6, N // 2))
+
+
+def test_valid_arguments_on_the_cpu_stop_at_the_device():
+    with pytest.raises(ValueError, match="x must be on a CUDA device, got cpu"):
+        _call()
