@@ -1,6 +1,7 @@
 """The product's kernel against the golden reference, on every case the plugin selects."""
 
 import pytest
+import torch
 
 from moe_gather import bmm1
 from moe_gather.problem import reference_for
@@ -9,9 +10,15 @@ from moe_gather.reference import TOLERANCES, check_against
 pytestmark = pytest.mark.gpu
 
 
+def poisoned_output(problem):
+    """An output buffer full of NaN (e4m3fn 0x7F): any element the kernel fails to write shows as a mismatch."""
+    shape = (problem.tokens, problem.case.model.n // 2)
+    return torch.full(shape, 0x7F, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
+
+
 def test_kernel_matches_reference(case, problem, gpu, kernel_weights, record_property):
     if not bmm1.has_kernel(gpu.capability):
         pytest.skip(f"NYI: no kernel for {gpu.found} yet")
-    out = bmm1.run_problem(problem, kernel_weights)
+    out = bmm1.run_problem(problem, kernel_weights, poisoned_output(problem))
     agreement = check_against(reference_for(problem).out, out, TOLERANCES["kernel"], case.id)
     record_property("agreement", str(agreement))
