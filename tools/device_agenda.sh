@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The H200 agenda left open, as steps that fit the device tool's calls (each under 10 minutes), logs under $OUT.
+#   bash tools/device_agenda.sh suite      # every test on the GPU, both models (correctness, edges, reliability)
+#   bash tools/device_agenda.sh bench      # the 96-case table against triton_kernels (results/sm90_h200.md)
+#   bash tools/device_agenda.sh baselines  # save baselines/nvidia-h200, then compare twice (issue 4's proof, part 1)
+#   bash tools/device_agenda.sh slowed     # compare with a deliberately worse config (issue 4's proof, part 2)
+#   bash tools/device_agenda.sh sanitize   # compute-sanitizer memcheck, racecheck, synccheck, one case per config
+#   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
+# Run from the repository root with triton_kernels copied into .peers/ (README, "The peer").
+set -uo pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/.peers"
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
+T=suites/test_benchmark.py
+case "${1:-}" in
+  suite) python3 -m pytest suites/ --gpu hopper --model all -q -p no:cacheprovider --benchmark-disable \
+           2>&1 | tee "$OUT/suite.log" | tail -5 ;;
+  bench) python3 -m moe_gather bench --json "$OUT/bench_h200.json" 2>&1 | tee "$OUT/bench.log" | tail -100 ;;
+  baselines)
+    python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-save=h200 \
+      --benchmark-plot="$OUT/throughput.png" 2>&1 | tee "$OUT/save.log" | tail -3
+    for i in 1 2; do
+      python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/compare$i.log" | tail -2
+    done
+    cp baselines/nvidia-h200/*/*.json "$OUT/" ;;
+  slowed) MOE_GATHER_SM90_FORCE=block_m=16,block_n=128 python3 -m pytest $T --gpu hopper -q -p no:cacheprovider \
+            --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
+  sanitize)
+    for tool in memcheck racecheck synccheck; do
+      for b in 128 1024 8192; do  # block_m 16, 32 and 64 configs
+        compute-sanitizer --tool "$tool" --error-exitcode 9 python3 -m pytest suites/test_kernel.py --gpu hopper \
+          --batch-sizes "$b" --routing uniform -q -p no:cacheprovider 2>&1 | tail -3 | tee -a "$OUT/sanitize.log"
+      done
+    done ;;
+  ncu)
+    for b in 128 31744; do
+      ncu --clock-control none --set full -k regex:_bmm1 -c 1 python3 -m pytest suites/test_kernel.py --gpu hopper \
+        --batch-sizes "$b" --routing uniform -q -p no:cacheprovider > "$OUT/ncu_bs$b.txt" 2>&1
+    done
+    tail -60 "$OUT/ncu_bs128.txt" ;;
+  *) sed -n '2,10p' "$0"; exit 2 ;;
+esac
