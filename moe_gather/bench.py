@@ -39,7 +39,7 @@ def measure_ceilings() -> dict:
 
 def time_kernel(problem, weights, ceilings) -> dict:
     out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
-    config = bmm1._sm90.select_config(problem.routing.ragged.expected_slice_size)
+    config = bmm1.select_config(problem.routing.ragged.expected_slice_size)
 
     def kernel():
         bmm1.run_problem(problem, weights, out)

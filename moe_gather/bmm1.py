@@ -32,6 +32,14 @@ def _capability(device: torch.device) -> tuple[int, int]:
     return torch.cuda.get_device_capability(device)
 
 
+def select_config(expected_slice_size: int, capability: tuple[int, int] | None = None):
+    """The kernel config the call would choose on `capability` (default: the current GPU), for reports."""
+    capability = capability or _capability(torch.device("cuda"))
+    if not has_kernel(capability):
+        raise ValueError(f"no moe_gather kernel for compute capability {capability}")
+    return _KERNELS[capability[0]].select_config(expected_slice_size)
+
+
 def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = None):
     """MXFP4 expert weights -> the layout of the kernel for `capability` (default: their device's GPU).
     Works on any device, so layouts can be built and checked on the CPU."""

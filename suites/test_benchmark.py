@@ -59,7 +59,7 @@ def test_throughput(case, problem, gpu, kernel_weights, benchmark, throughput_ga
         "batch": case.batch, "tokens": problem.tokens, "us": median * 1e6, "tflops": problem.flops() / median / 1e12,
         "tbps": problem.bytes() / median / 1e12, "pct_roof": roof / median,
         "roof_tflops": problem.flops() / roof / 1e12,
-        "config": str(bmm1._sm90.select_config(problem.routing.ragged.expected_slice_size)),
+        "config": str(bmm1.select_config(problem.routing.ragged.expected_slice_size)),
     }  # fmt: skip
     if peer.available():
         call = peer.prepare(problem, "bf16x", num_warps=4 if case.batch <= 512 else 8)
