@@ -1,16 +1,18 @@
-"""Hopper (sm_90a) BMM1: a Gluon kernel on fp8 wgmma, the MXFP4 block scales applied exactly in fp32.
+"""Hopper (sm_90a) BMM1: a Gluon kernel on fp8 wgmma with the weights in registers, MXFP4 block scales exact in fp32.
 
-One program computes one (token block, column block) tile of one expert, swap-AB: the weights are the wgmma's
-64-row side (block_n rows of W^T) and the expert's few gathered tokens its N side (block_m = 16..64), so small
-slices waste no MMA rows. x rows are gathered and the packed weights streamed with cp.async through a ring of
-shared-memory stages; each thread turns one (row, 32-block) of weights into fp8 in registers (e2m1 values are e4m3
-values: 8 per 32-bit word with two byte permutes through a constant table, see `prepare_weights`), the tile goes to
-shared memory and asynchronous wgmmas consume it while the next tile is converted.
+One program computes one (token block, weight-row block) tile of one expert, swap-AB: the weights are the wgmma's
+64-row side (each warpgroup owns 64 rows of W^T) and the expert's few gathered tokens its N side (block_m = 16..128),
+so small slices waste no MMA rows. A ring of shared-memory stages, filled with cp.async, holds for each 128-wide K
+tile the gathered x rows, the packed weights and their scales. Each thread reads its own packed words and turns
+them into fp8 in registers, directly in the layout of wgmma's register A operand (e2m1 values are e4m3 values: 8 per
+32-bit word with two byte permutes through a constant table; `prepare_weights` orders the words so that a thread's
+word holds exactly the 8 values of its A fragment); the weights never go back to shared memory.
 
-Each 32-wide K block is its own wgmma into its own partial sum: Hopper's fp8 wgmma adds with fewer bits than fp32,
-and one e8m0 scale covers exactly those 32 products. Once the wgmma is done (a tile later, so it overlaps the next
-conversion), the partial is promoted into the fp32 accumulator times its block's 2 ** (s - 127), exactly, whatever
-the spread of the scales. x_scale, bias, SwiGLU, 1/out_scale and the fp8 rounding follow in the epilogue.
+Each 32-wide K block is its own wgmma into a fresh partial sum: Hopper's fp8 wgmma adds with fewer bits than fp32,
+and one e8m0 scale covers exactly those 32 products. While block j's wgmma runs, block j+1's weights are converted;
+then the partial is promoted into the fp32 accumulator times its block's 2 ** (s - 127), exactly, whatever the spread
+of the scales. Other programs on the multiprocessor keep the tensor cores busy meanwhile. x_scale,
+bias, SwiGLU, 1/out_scale and the fp8 rounding follow in the epilogue.
 """
 
 from __future__ import annotations
@@ -23,28 +25,27 @@ import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
-from triton.experimental.gluon.language.nvidia.hopper import (
-    fence_async_shared,
-    warpgroup_mma,
-    warpgroup_mma_init,
-    warpgroup_mma_wait,
-)
+from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait
 
 from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, MXFP4Weights, unpack_codes
 
 # e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
 E4M3_OF_E2M1_LO = 0x3C383000
 E4M3_OF_E2M1_HI = 0x4C484440
+TILE_K = 128  # K per pipeline stage: 4 e8m0 blocks, one 128-byte swizzled row of fp8 x
+CHUNK_K = 64  # K per group of 8 packed words in the weight layout (prepare_weights)
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
-_E8M0_BIAS = tl.constexpr(E8M0_BIAS)
+_TILE_K = tl.constexpr(TILE_K)
+_CHUNK_K = tl.constexpr(CHUNK_K)
 
 
 @dataclass(frozen=True)
 class Sm90Weights:
-    """MXFP4 weights in the sm90 kernel's layout."""
+    """MXFP4 weights in the sm90 kernel's layout (prepare_weights)."""
 
-    words: torch.Tensor  # uint8 [E, N, K // 2]: codes re-packed per 8 values (prepare_weights)
-    scales: torch.Tensor  # uint8 [E, N, K // 32]: e8m0, as in MXFP4Weights
+    words: torch.Tensor  # uint8 [E, N, cdiv(K, 64) * 32]: codes re-packed, zero past K
+    scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
+    k: int
 
     @property
     def num_experts(self) -> int:
@@ -55,83 +56,87 @@ class Sm90Weights:
         return self.words.shape[1]
 
     @property
-    def k(self) -> int:
-        return 2 * self.words.shape[2]
-
-    @property
     def device(self) -> torch.device:
         return self.words.device
 
 
-def prepare_weights(w: MXFP4Weights) -> Sm90Weights:
-    """Re-pack the codes so that the kernel turns each 32-bit word into 8 fp8 values with a few instructions.
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
-    Word g holds the codes of K = 8g..8g+7; half h (0 or 1) of it becomes the fp8 bytes of K = 8g + 4h + i, byte i,
-    so that the two output words sit side by side as the 8 fp8 bytes of K = 8g..8g+7.
-    Magnitudes (3 bits) are byte-permute selectors: K = 8g + 4h + i in nibble 4h + i. Signs sit in the nibbles' top
-    bits where one shift lands them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4),
-    half 1's at bit 8i + 7 (in place).
+
+def prepare_weights(w: MXFP4Weights) -> Sm90Weights:
+    """Re-pack codes and scales for the kernel.
+
+    Words: K = 64c + 32b + 16h + 4q + i (chunk c, block parity b, half h, quad q, byte i). Chunk c of a row is 8
+    32-bit words, word 2q + b holding the 8 codes (h, i) of quad q: exactly the fp8 values that the thread of lane
+    quad q holds in wgmma's A fragment for block 2c + b (K = 4q + i and 16 + 4q + i of the block). Within a word,
+    magnitudes (3 bits) are byte-permute selectors, half h's byte i in nibble 4h + i; signs sit where one shift lands
+    them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4), half 1's at bit 8i + 7.
+    Scales: [E, K tile, N, block of the tile], so that one K tile's scales for a block of rows are contiguous.
     """
     if (w.scales == E8M0_NAN).any():
         raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
-    words = torch.empty_like(w.codes)
+    e, n, k = w.num_experts, w.codes.shape[1], w.k
+    chunks, tiles = _cdiv(k, CHUNK_K), _cdiv(k, TILE_K)
+    words = torch.empty((e, n, chunks * CHUNK_K // 2), dtype=torch.uint8, device=w.codes.device)
     i = torch.arange(4, device=w.codes.device)
-    for e in range(w.num_experts):  # one expert at a time bounds the int64 temporaries
-        c = unpack_codes(w.codes[e]).to(torch.int64)  # [N, K]
-        c = c.reshape(c.shape[0], -1, 2, 4)  # [N, word, half, byte]
+    for x in range(e):  # one expert at a time bounds the int64 temporaries
+        c = torch.nn.functional.pad(unpack_codes(w.codes[x]).to(torch.int64), (0, chunks * CHUNK_K - k))
+        c = c.reshape(n, chunks, 2, 2, 4, 4).permute(0, 1, 4, 2, 3, 5)  # [N, chunk, q, b, h, i]
         mag, sign = c & 7, c >> 3
         word = (
             (mag[..., 0, :] << (4 * i)).sum(-1)
             + (mag[..., 1, :] << (16 + 4 * i)).sum(-1)
             + (sign[..., 0, :] << (8 * i + 3)).sum(-1)
             + (sign[..., 1, :] << (8 * i + 7)).sum(-1)
-        )  # [N, K/8], < 2**32
-        words[e] = torch.stack([(word >> (8 * b)) & 0xFF for b in range(4)], dim=-1).reshape(w.codes.shape[1:])
-    return Sm90Weights(words, w.scales.contiguous())
+        ).reshape(n, -1)  # [N, K/8] in kernel order, < 2**32
+        words[x] = torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).reshape(n, -1)
+    scales = torch.nn.functional.pad(w.scales, (0, 4 * tiles - w.scales.shape[-1]))
+    scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
+    return Sm90Weights(words, scales, k)
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     """What the kernel computes from Sm90Weights, in torch: float64 [E, K, N] (tests compare it to the exact
     dequantization). Bit for bit the kernel's table, permutes and sign placement, then the block's power of two."""
+    e, n = w.num_experts, w.n
     words = w.words.view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
     lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
-    out = []
-    for half_shift, sign_shift in ((0, 4), (16, 0)):  # K = 8g + 0..3: selectors at bits 0..15; 8g + 4..7: 16..31
-        for i in range(4):
-            sel = (words >> (half_shift + 4 * i)) & 7
-            mag = (lut >> (8 * sel)) & 0xFF
-            sign = ((words << sign_shift) >> (8 * i + 7)) & 1
-            out.append(mag | (sign << 7))
-    fp8 = torch.stack(out, dim=-1).reshape(*words.shape[:-1], -1)  # [E, N, K]
+    halves = []
+    for half_shift, sign_shift in ((0, 4), (16, 0)):  # half 0: selectors at bits 0..15, half 1: 16..31
+        sel = torch.stack([(words >> (half_shift + 4 * i)) & 7 for i in range(4)], dim=-1)
+        sign = torch.stack([((words << sign_shift) >> (8 * i + 7)) & 1 for i in range(4)], dim=-1)
+        halves.append(((lut >> (8 * sel)) & 0xFF) | (sign << 7))
+    fp8 = torch.stack(halves, dim=-2)  # [E, N, K/8, h, i]
+    fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 4).permute(0, 1, 2, 4, 5, 3, 6).reshape(e, n, -1)[..., : w.k]
     values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
-    scale = torch.exp2(w.scales.to(torch.float64) - E8M0_BIAS).repeat_interleave(MX_BLOCK, dim=-1)
+    s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
+    scale = torch.exp2(s.to(torch.float64) - E8M0_BIAS).repeat_interleave(MX_BLOCK, dim=-1)
     return (values * scale).transpose(1, 2)
 
 
 @dataclass(frozen=True)
 class Sm90Config:
     block_m: int  # tokens per tile: the wgmma N side (8..256)
-    block_n: int  # weight rows (of N) per tile: the wgmma M side
-    block_k: int  # K per stage; 128 = one 128-byte swizzled fp8 row
-    num_buffers: int  # cp.async stages in flight
-    num_warps: int  # 4: one warpgroup; 8: two, each with half of block_n
+    num_buffers: int  # pipeline stages; num_buffers - 1 K tiles are loaded ahead
+    num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
+
+    @property
+    def block_n(self) -> int:  # weight rows per tile
+        return 16 * self.num_warps
 
 
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
-# Chosen by sweep on the H200, 2026-11-29 (results/sm90_sweep_h200.md): block_n=64 beat 128 on every case swept
-# (more programs in flight, half the shared memory); 3 or 4 stages within noise. Promoting every 32-block's partial
-# sum keeps the fp8 outputs within one ulp of the exact reference (99.95% bitwise equal; promoting every 64 or 128 K
-# left 2-ulp errors). Four partial accumulators do not fit beside a block_m=128 tile, so large slices use block_m=64
-# on two warpgroups.
 CONFIGS = (
-    (16, Sm90Config(block_m=16, block_n=64, block_k=128, num_buffers=4, num_warps=4)),
-    (32, Sm90Config(block_m=32, block_n=64, block_k=128, num_buffers=4, num_warps=4)),
-    (1 << 30, Sm90Config(block_m=64, block_n=64, block_k=128, num_buffers=3, num_warps=8)),
+    (16, Sm90Config(block_m=16, num_buffers=8, num_warps=4)),
+    (32, Sm90Config(block_m=32, num_buffers=8, num_warps=4)),
+    (64, Sm90Config(block_m=64, num_buffers=4, num_warps=4)),
+    (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=4)),
 )
 
 
-FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,block_n=128": overrides fields of every choice (tests, sweeps)
+FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides fields of every choice (tests, sweeps)
 
 
 def select_config(expected_slice_size: int) -> Sm90Config:
@@ -144,65 +149,104 @@ def select_config(expected_slice_size: int) -> Sm90Config:
 
 
 # 8 e2m1 codes of a re-packed word -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
+# The low table comes in as an operand ($3), so that it stays in one register instead of being rematerialized.
 _E2M1_TO_E4M3_ASM = tl.constexpr(f"""
 {{
-.reg .b32 lo, hi, sel, mag, sgn;
-mov.b32 lo, {E4M3_OF_E2M1_LO:#x};
+.reg .b32 hi, sel, mag, sgn;
 mov.b32 hi, {E4M3_OF_E2M1_HI:#x};
 and.b32 sel, $2, 0x7777;
-prmt.b32 mag, lo, hi, sel;
+prmt.b32 mag, $3, hi, sel;
 shl.b32 sgn, $2, 4;
 and.b32 sgn, sgn, 0x80808080;
 or.b32 $0, mag, sgn;
 shr.u32 sel, $2, 16;
 and.b32 sel, sel, 0x7777;
-prmt.b32 mag, lo, hi, sel;
+prmt.b32 mag, $3, hi, sel;
 and.b32 sgn, $2, 0x80808080;
 or.b32 $1, mag, sgn;
 }}
 """)
+_E4M3_OF_E2M1_LO = tl.constexpr(E4M3_OF_E2M1_LO)
 
 
-@gluon.jit
-def _fp8_from_words(words):
-    """int32 re-packed words -> the e4m3 bytes of their K = 8g..8g+3 and 8g+4..8g+7, as two int32."""
-    return gl.inline_asm_elementwise(
-        asm=_E2M1_TO_E4M3_ASM, constraints="=r,=r,r", args=[words], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
+@gluon.constexpr_function
+def _warp_row_bases(num_warps, rank):
+    """Linear-layout bases of the warps: warp w owns rows 16w .. 16w + 15 (wgmma's m64 per warpgroup)."""
+    return [[16 << i] + [0] * (rank - 1) for i in range(num_warps.bit_length() - 1)]
+
+
+@gluon.constexpr_function
+def _words_layout(block_n, num_warps):
+    """One K tile of packed words as [row, chunk, quad, block parity]: the thread of lane l in warp w holds rows
+    16w + l // 4 and 16w + l // 4 + 8 and quad l % 4, the rows and K positions of its wgmma A fragment."""
+    return gl.DistributedLinearLayout(
+        reg_bases=[[0, 0, 0, 1], [0, 1, 0, 0], [8, 0, 0, 0]],
+        lane_bases=[[0, 0, 1, 0], [0, 0, 2, 0], [1, 0, 0, 0], [2, 0, 0, 0], [4, 0, 0, 0]],
+        warp_bases=_warp_row_bases(num_warps, 4),
+        block_bases=[],
+        shape=[block_n, 2, 4, 2],
+    )
+
+
+@gluon.constexpr_function
+def _fp8_bytes_layout(block_n, num_warps):
+    """[row, fp8 word, byte] with K = 4 * word + byte: once reshaped to [row, 32], wgmma's register A layout."""
+    return gl.DistributedLinearLayout(
+        reg_bases=[[0, 0, 1], [0, 0, 2], [0, 4, 0], [8, 0, 0]],
+        lane_bases=[[0, 1, 0], [0, 2, 0], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
+        warp_bases=_warp_row_bases(num_warps, 3),
+        block_bases=[],
+        shape=[block_n, 8, 4],
     )
 
 
 @gluon.jit
-def _issue_loads(
-    tile, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb,
-    K: gl.constexpr, BLOCK_K: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-):  # fmt: skip
-    """cp.async of K tile `tile` (x rows, packed weights) into its ring slot; zero-filled past K."""
-    buf = tile % NUM_BUFFERS
-    k0 = tile * BLOCK_K
-    cp.async_copy_global_to_shared(x_smem.index(buf), x_ptrs + k0, mask=x_mask & (offs_xk[None, :] < K - k0))
-    in_k = offs_wb < (K - k0) // _MX_BLOCK
-    cp.async_copy_global_to_shared(w_smem.index(buf), w_ptrs + k0 // 8, mask=in_k[None, :, None])
-    cp.commit_group()
+def _a_operand(words, BLOCK_N: gl.constexpr, a_layout: gl.constexpr):
+    """Packed words [rows, quad] of one 32-wide K block -> its fp8 weights [rows, 32] as wgmma's register operand."""
+    table = gl.full(words.shape, _E4M3_OF_E2M1_LO, gl.int32, words.type.layout)
+    lo, hi = gl.inline_asm_elementwise(
+        asm=_E2M1_TO_E4M3_ASM, constraints="=r,=r,r,r", args=[words, table], dtype=(gl.int32, gl.int32),
+        is_pure=True, pack=1,
+    )  # K = 4q + i and 16 + 4q + i
+    fp8_words = gl.join(lo, hi).permute((0, 2, 1)).reshape([BLOCK_N, 8])  # word 4h + q holds K = 16h + 4q + i
+    bytes_layout: gl.constexpr = _fp8_bytes_layout(BLOCK_N, gl.num_warps())
+    fp8_words = gl.convert_layout(fp8_words, gl.SliceLayout(2, bytes_layout))  # the same registers: no data moves
+    as_bytes = gl.expand_dims(fp8_words, 2).broadcast_to([BLOCK_N, 8, 4])
+    fp8 = gl.inline_asm_elementwise(
+        asm="mov.b32 $0, $1;", constraints="=r,r,r,r,r", args=[as_bytes], dtype=gl.float8e4nv, is_pure=True, pack=4
+    )  # the word, read as its 4 bytes
+    return gl.convert_layout(fp8.reshape([BLOCK_N, 32]), a_layout)  # no data moves either
 
 
 @gluon.jit
-def _block_scales(tile, s_ptrs, K: gl.constexpr, BLOCK_K: gl.constexpr, SPLITS: gl.constexpr):
-    """2 ** (e8m0 - 127) of each 32-block of K tile `tile`, one fp32 vector over the tile's rows per block, made
-    from the exponent bits (exact; e8m0 0 is 2 ** -127, an fp32 subnormal). Zero past K."""
-    scales = ()
-    for j in gl.static_range(SPLITS):
-        block = tile * SPLITS + j
-        e = gl.load(s_ptrs + block, mask=block < K // _MX_BLOCK, other=0).to(gl.int32)
-        bits = gl.where(e == 0, 1 << 22, e << 23)
-        scales = scales + (gl.where(block < K // _MX_BLOCK, bits, 0).to(gl.float32, bitcast=True),)  # noqa: RUF005
-    return scales
+def _block_scales(scale_words, j: gl.constexpr):
+    """2 ** (e8m0 - 127) of block j from each row's 4 scale bytes, made from the exponent bits: exact; e8m0 0 is
+    2 ** -127, the fp32 subnormal 1 << 22, which max() gives since every other scale's bits are larger."""
+    bits = (scale_words >> (8 * j)) & 0xFF
+    return gl.maximum(bits << 23, 1 << 22).to(gl.float32, bitcast=True)
+
+
+@gluon.jit
+def _issue_loads(
+    tile, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
+    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+):  # fmt: skip
+    """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slot; zero-filled past K."""
+    slot = tile % NUM_BUFFERS
+    k0 = tile * _TILE_K
+    cp.async_copy_global_to_shared(x_smem.index(slot), x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
+    in_k = offs_wc < (K - k0 + _CHUNK_K - 1) // _CHUNK_K * 8  # whole chunks: words past K are zeros
+    cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * (_TILE_K // 8), mask=in_k[None, :])
+    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
+    cp.async_copy_global_to_shared(s_smem.index(slot), s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
+    cp.commit_group()
 
 
 @gluon.jit
 def _bmm1_sm90_kernel(
     x_ptr,  # fp8 [batch, K]
-    words_ptr,  # int32 [E, N, K/8]
-    scales_ptr,  # uint8 [E, N, K/32]
+    words_ptr,  # int32 [E, N, cdiv(K, 64) * 8]
+    scales_ptr,  # int32 [E, cdiv(K, 128), N]: 4 e8m0 each
     bias_ptr,  # fp32 [E, N]
     gather_ptr,  # int32 [tokens]
     slice_sizes_ptr,  # int32 [E]
@@ -216,23 +260,25 @@ def _bmm1_sm90_kernel(
     K: gl.constexpr,
     N: gl.constexpr,
     BLOCK_M: gl.constexpr,
-    BLOCK_N: gl.constexpr,
-    BLOCK_K: gl.constexpr,
     NUM_BUFFERS: gl.constexpr,
 ):
-    SPLITS: gl.constexpr = BLOCK_K // _MX_BLOCK  # one partial sum per e8m0 block
     NUM_WARPS: gl.constexpr = gl.num_warps()
+    BLOCK_N: gl.constexpr = 16 * NUM_WARPS
     GRID_N: gl.constexpr = N // BLOCK_N
-    BLOCKS: gl.constexpr = BLOCK_K // 32  # e8m0 blocks per K tile
-    K_TILES: gl.constexpr = (K + BLOCK_K - 1) // BLOCK_K
+    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
+    ROW_WORDS: gl.constexpr = (K + _CHUNK_K - 1) // _CHUNK_K * 8
+    BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
 
-    # Register layouts. x copies: 16 bytes a thread. Weights: a thread owns one (row, 32-block): 4 words, one table.
-    x_layout: gl.constexpr = gl.BlockedLayout([1, 16], [32 // (BLOCK_K // 16), BLOCK_K // 16], [NUM_WARPS, 1], [1, 0])
-    w_layout: gl.constexpr = gl.BlockedLayout([1, 1, 4], [32 // BLOCKS, BLOCKS, 1], [NUM_WARPS, 1, 1], [2, 1, 0])
-    WARPS_N: gl.constexpr = NUM_WARPS // min(NUM_WARPS, BLOCK_N // 16)  # warpgroups side by side along tokens
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NUM_WARPS // WARPS_N, WARPS_N], instr_shape=[16, BLOCK_M // WARPS_N, 32]
+        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, 32]
     )
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
+    words_layout: gl.constexpr = _words_layout(BLOCK_N, NUM_WARPS)
+    rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
+    # Copy layouts: 16 bytes a thread.
+    x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
+    w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
+    s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
     epi_layout: gl.constexpr = gl.BlockedLayout([1, 2], [1, 32], [NUM_WARPS, 1], [1, 0])
 
     pid = gl.program_id(0)
@@ -245,67 +291,55 @@ def _bmm1_sm90_kernel(
     size = gl.load(slice_sizes_ptr + expert)
     start = gl.load(slice_offs_ptr + expert)
 
-    # Gathered x rows.
-    offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_layout))
-    x_mask = (offs_m < size)[:, None]
-    rows = gl.load(gather_ptr + start + offs_m, mask=offs_m < size, other=0)
-    offs_xk = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, x_layout))
+    # Gathered x rows; rows past the slice repeat its last row (their outputs are never stored).
+    offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
+    rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
+    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
     x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
 
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
-    offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, gl.SliceLayout(2, w_layout)))
-    offs_wb = gl.arange(0, BLOCKS, layout=gl.SliceLayout(0, gl.SliceLayout(2, w_layout)))
-    offs_ww = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, w_layout)))
-    w_ptrs = (
-        words_ptr + (row0 + offs_wn)[:, None, None] * (K // 8) + offs_wb[None, :, None] * 4 + offs_ww[None, None, :]
-    )
-    offs_an = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
-    s_ptrs = scales_ptr + (row0 + offs_an) * (K // _MX_BLOCK)  # the accumulator's rows: scales meet partial sums
+    offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
+    offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
+    w_ptrs = words_ptr + (row0 + offs_wn)[:, None] * ROW_WORDS + offs_wc[None, :]
+    offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
+    s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
 
-    plain: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[2, 1, 0])
+    plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
+    plain4: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[3, 2, 1, 0])
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-    x_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_BUFFERS, BLOCK_M, BLOCK_K], x_nvmma)
-    w_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N, BLOCKS, 4], plain)
-    a_smem = gl.allocate_shared_memory(gl.float8e4nv, [BLOCK_N, BLOCK_K], x_nvmma)  # the fp8 weight tile
-    a_words = a_smem._reinterpret(
-        gl.int32, [BLOCK_N, BLOCK_K // 4], gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
-    )  # the same bytes, 128-byte rows swizzled alike, written as words
+    x_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_BUFFERS, BLOCK_M, _TILE_K], x_nvmma)
+    w_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N, _TILE_K // 8], plain2)
+    s_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
 
     for t in gl.static_range(NUM_BUFFERS - 1):
-        _issue_loads(t, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K, NUM_BUFFERS)
+        _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS)
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     zero = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
-    parts = (zero,) * SPLITS  # one per 32-block of the tile in flight
-    scales = _block_scales(K_TILES, s_ptrs, K, BLOCK_K, SPLITS)  # zeros: nothing to promote before tile 0
     for t in range(K_TILES):
-        buf = t % NUM_BUFFERS
+        slot = t % NUM_BUFFERS
         cp.wait_group(NUM_BUFFERS - 2)
-        gl.thread_barrier()  # tile t's copies, issued by every thread, have landed
-        low, high = _fp8_from_words(w_smem.index(buf).load(w_layout))
-        tile = gl.join(low, high).reshape([BLOCK_N, BLOCK_K // 4])
-        next_scales = _block_scales(t, s_ptrs, K, BLOCK_K, SPLITS)
-        parts = warpgroup_mma_wait(num_outstanding=0, deps=parts)  # tile t-1's wgmmas are done with a_smem
-        for j in gl.static_range(SPLITS):
-            acc = gl.fma(parts[j], scales[j][:, None], acc)
-        scales = next_scales
-        gl.thread_barrier()  # every warpgroup's wgmmas are done before a_smem is overwritten
-        a_words.store(tile)
-        fence_async_shared()
-        gl.thread_barrier()
-        x_tile = x_smem.index(buf)
-        new_parts = ()
-        for j in gl.static_range(SPLITS):
-            a_j = a_smem.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1)
+        gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
+        _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
+                     K, N, NUM_BUFFERS)  # fmt: skip
+        words = w_smem.index(slot).reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
+        scale_words = s_smem.index(slot).load(rows_layout)
+        even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
+        block0, block2 = gl.split(even.permute((0, 2, 1)))
+        block1, block3 = gl.split(odd.permute((0, 2, 1)))
+        blocks = (block0, block1, block2, block3)
+        x_tile = x_smem.index(slot)
+        a = _a_operand(block0, BLOCK_N, a_layout)
+        for j in gl.static_range(BLOCKS):
             x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
-            new_parts = new_parts + (warpgroup_mma(a_j, x_j, zero, use_acc=False, is_async=True),)  # noqa: RUF005 (Gluon has no unpacking)
-        parts = new_parts
-        _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, x_ptrs, x_mask, w_ptrs, offs_xk, offs_wb, K, BLOCK_K,
-                     NUM_BUFFERS)  # fmt: skip
-    parts = warpgroup_mma_wait(num_outstanding=0, deps=parts)
-    for j in gl.static_range(SPLITS):
-        acc = gl.fma(parts[j], scales[j][:, None], acc)
+            part = warpgroup_mma(a, x_j, zero, use_acc=False, is_async=True)
+            if j + 1 < BLOCKS:
+                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
+            scale = _block_scales(scale_words, j)
+            # Promote once the wgmma is done: reading its registers earlier would make ptxas serialize every wgmma.
+            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+            acc = gl.fma(part, scale[:, None], acc)
     cp.wait_group(0)
 
     # Epilogue: x_scale, bias, SwiGLU on (gate, linear) row pairs, 1/out_scale, fp8.
@@ -328,14 +362,14 @@ def _bmm1_sm90_kernel(
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1."""
     config = config or select_config(ragged.expected_slice_size)
-    if w.n % config.block_n or w.k % 8:
-        raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n} and K = {w.k} of 8")
+    if w.n % config.block_n:
+        raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
     schedule = ragged.block_schedule[config.block_m]
     grid = (schedule.numel() * (w.n // config.block_n),)
     _bmm1_sm90_kernel[grid](
-        x, w.words.view(torch.int32), w.scales, bias, gather_indx, ragged.slice_sizes, ragged.slice_offs,
-        schedule, x_scale, out_scale, out, float(alpha), float(limit),
-        K=w.k, N=w.n, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        NUM_BUFFERS=config.num_buffers, num_warps=config.num_warps, maxnreg=config.maxnreg,
+        x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
+        ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
+        K=w.k, N=w.n, BLOCK_M=config.block_m, NUM_BUFFERS=config.num_buffers, num_warps=config.num_warps,
+        maxnreg=config.maxnreg,
     )  # fmt: skip
     return out

@@ -24,7 +24,7 @@ case "${1:-}" in
       python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/compare$i.log" | tail -2
     done
     cp baselines/nvidia-h200/*/*.json "$OUT/" ;;
-  slowed) MOE_GATHER_SM90_FORCE=block_m=16,block_n=128 python3 -m pytest $T --gpu hopper -q -p no:cacheprovider \
+  slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 python3 -m pytest $T --gpu hopper -q -p no:cacheprovider \
             --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
   sanitize)
     for tool in memcheck racecheck synccheck; do

@@ -21,14 +21,16 @@ DEFAULT_CASES = "uniform-bs128,zipf-bs1024,uniform-bs1024,uniform-bs8192,uniform
 
 
 def variants():
-    """Each table config as it is, with a register cap (more programs per multiprocessor), and with 3 or 5 stages."""
+    """Token-tile sizes 16..128 with one or two warpgroups and 2 to 8 stages (each config a distinct launch)."""
+    seen = set()
     for c in sorted({c for _, c in CONFIGS}, key=str):
-        yield c
-        for maxnreg in (64, 72, 96):
-            yield replace(c, maxnreg=maxnreg)
-        for buffers in (3, 5):
-            if buffers != c.num_buffers:
-                yield replace(c, num_buffers=buffers, maxnreg=72)
+        for m in (16, 32, 64, 128):
+            for warps in (4, 8):
+                for buffers in (2, 4, 8) if m <= 32 else (2, 3, 4):
+                    v = replace(c, block_m=m, num_warps=warps, num_buffers=buffers)
+                    if v not in seen:
+                        seen.add(v)
+                        yield v
 
 
 def main():
