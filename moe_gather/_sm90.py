@@ -131,8 +131,7 @@ class Sm90Config:
 CONFIGS = (
     (16, Sm90Config(block_m=16, num_buffers=8, num_warps=4)),
     (32, Sm90Config(block_m=32, num_buffers=8, num_warps=4)),
-    (64, Sm90Config(block_m=64, num_buffers=4, num_warps=4)),
-    (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=4)),
+    (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4)),
 )
 
 
@@ -205,8 +204,12 @@ def _a_operand(words, BLOCK_N: gl.constexpr, a_layout: gl.constexpr):
     """Packed words [rows, quad] of one 32-wide K block -> its fp8 weights [rows, 32] as wgmma's register operand."""
     table = gl.full(words.shape, _E4M3_OF_E2M1_LO, gl.int32, words.type.layout)
     lo, hi = gl.inline_asm_elementwise(
-        asm=_E2M1_TO_E4M3_ASM, constraints="=r,=r,r,r", args=[words, table], dtype=(gl.int32, gl.int32),
-        is_pure=True, pack=1,
+        asm=_E2M1_TO_E4M3_ASM,
+        constraints="=r,=r,r,r",
+        args=[words, table],
+        dtype=(gl.int32, gl.int32),
+        is_pure=True,
+        pack=1,
     )  # K = 4q + i and 16 + 4q + i
     fp8_words = gl.join(lo, hi).permute((0, 2, 1)).reshape([BLOCK_N, 8])  # word 4h + q holds K = 16h + 4q + i
     bytes_layout: gl.constexpr = _fp8_bytes_layout(BLOCK_N, gl.num_warps())
@@ -306,7 +309,6 @@ def _bmm1_sm90_kernel(
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
 
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
-    plain4: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[3, 2, 1, 0])
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     x_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_BUFFERS, BLOCK_M, _TILE_K], x_nvmma)
     w_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N, _TILE_K // 8], plain2)
