@@ -129,6 +129,7 @@ class Sm90Config:
 
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
 CONFIGS = (
+    (8, Sm90Config(block_m=8, num_buffers=8, num_warps=4)),
     (16, Sm90Config(block_m=16, num_buffers=8, num_warps=4)),
     (32, Sm90Config(block_m=32, num_buffers=8, num_warps=4)),
     (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4)),
@@ -148,24 +149,23 @@ def select_config(expected_slice_size: int) -> Sm90Config:
 
 
 # 8 e2m1 codes of a re-packed word -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
-# The low table comes in as an operand ($3), so that it stays in one register instead of being rematerialized.
 _E2M1_TO_E4M3_ASM = tl.constexpr(f"""
 {{
-.reg .b32 hi, sel, mag, sgn;
+.reg .b32 lo, hi, sel, mag, sgn;
+mov.b32 lo, {E4M3_OF_E2M1_LO:#x};
 mov.b32 hi, {E4M3_OF_E2M1_HI:#x};
 and.b32 sel, $2, 0x7777;
-prmt.b32 mag, $3, hi, sel;
+prmt.b32 mag, lo, hi, sel;
 shl.b32 sgn, $2, 4;
 and.b32 sgn, sgn, 0x80808080;
 or.b32 $0, mag, sgn;
 shr.u32 sel, $2, 16;
 and.b32 sel, sel, 0x7777;
-prmt.b32 mag, $3, hi, sel;
+prmt.b32 mag, lo, hi, sel;
 and.b32 sgn, $2, 0x80808080;
 or.b32 $1, mag, sgn;
 }}
 """)
-_E4M3_OF_E2M1_LO = tl.constexpr(E4M3_OF_E2M1_LO)
 
 
 @gluon.constexpr_function
@@ -202,14 +202,8 @@ def _fp8_bytes_layout(block_n, num_warps):
 @gluon.jit
 def _a_operand(words, BLOCK_N: gl.constexpr, a_layout: gl.constexpr):
     """Packed words [rows, quad] of one 32-wide K block -> its fp8 weights [rows, 32] as wgmma's register operand."""
-    table = gl.full(words.shape, _E4M3_OF_E2M1_LO, gl.int32, words.type.layout)
     lo, hi = gl.inline_asm_elementwise(
-        asm=_E2M1_TO_E4M3_ASM,
-        constraints="=r,=r,r,r",
-        args=[words, table],
-        dtype=(gl.int32, gl.int32),
-        is_pure=True,
-        pack=1,
+        asm=_E2M1_TO_E4M3_ASM, constraints="=r,=r,r", args=[words], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
     )  # K = 4q + i and 16 + 4q + i
     fp8_words = gl.join(lo, hi).permute((0, 2, 1)).reshape([BLOCK_N, 8])  # word 4h + q holds K = 16h + 4q + i
     bytes_layout: gl.constexpr = _fp8_bytes_layout(BLOCK_N, gl.num_warps())
