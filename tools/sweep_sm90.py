@@ -17,16 +17,16 @@ from moe_gather._sm90 import CONFIGS
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem, reference_for
 from moe_gather.reference import assert_close, compare_fp8
 
-DEFAULT_CASES = "uniform-bs128,zipf-bs1024,uniform-bs1024,uniform-bs8192,uniform-bs31744"
+DEFAULT_CASES = "uniform-bs128,zipf-bs1024,zipf-bs2048,uniform-bs1024,uniform-bs8192,zipf-bs16384,uniform-bs31744"
 
 
 def variants():
     """Token-tile sizes 16..128 with one or two warpgroups and 2 to 8 stages (each config a distinct launch)."""
     seen = set()
     for c in sorted({c for _, c in CONFIGS}, key=str):
-        for m in (16, 32, 64, 128):
+        for m in (8, 16, 32, 64, 128):
             for warps in (4, 8):
-                for buffers in (2, 4, 8) if m <= 32 else (2, 3, 4):
+                for buffers in (4, 8) if m <= 32 else (3, 4):
                     v = replace(c, block_m=m, num_warps=warps, num_buffers=buffers)
                     if v not in seen:
                         seen.add(v)
