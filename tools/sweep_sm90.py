@@ -21,16 +21,19 @@ DEFAULT_CASES = "uniform-bs128,zipf-bs1024,zipf-bs2048,uniform-bs1024,uniform-bs
 
 
 def variants():
-    """Token-tile sizes 16..128 with one or two warpgroups and 2 to 8 stages (each config a distinct launch)."""
+    """Token-tile sizes 8..128 with one or two warpgroups, 3 to 8 stages, register caps for the large tiles."""
     seen = set()
     for c in sorted({c for _, c in CONFIGS}, key=str):
         for m in (8, 16, 32, 64, 128):
             for warps in (4, 8):
                 for buffers in (4, 8) if m <= 32 else (3, 4):
                     v = replace(c, block_m=m, num_warps=warps, num_buffers=buffers)
-                    if v not in seen:
-                        seen.add(v)
-                        yield v
+                    caps = (None, 128) if m == 64 else (None, 168) if m == 128 else (None,)
+                    for maxnreg in caps if warps == 4 else (None,):  # a cap: one more program per multiprocessor
+                        v = replace(v, maxnreg=maxnreg)
+                        if v not in seen:
+                            seen.add(v)
+                            yield v
 
 
 def main():
