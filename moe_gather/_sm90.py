@@ -128,10 +128,14 @@ class Sm90Config:
 
 
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
+# From the sweep on the H200 (results/sm90_sweep_h200.md, 2026-11-30): a tile's cost is its weight conversion plus
+# its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice
+# wins until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. block_m=128 (1225 us against
+# 1310 us at 15.8k tokens) needs 255 registers and spills, so it stays out of the table.
 CONFIGS = (
     (8, Sm90Config(block_m=8, num_buffers=8, num_warps=4)),
-    (16, Sm90Config(block_m=16, num_buffers=8, num_warps=4)),
-    (32, Sm90Config(block_m=32, num_buffers=8, num_warps=4)),
+    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4)),
+    (64, Sm90Config(block_m=32, num_buffers=4, num_warps=4)),
     (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4)),
 )
 
