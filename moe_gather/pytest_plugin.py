@@ -68,6 +68,12 @@ class GpuTarget:
     why_cpu: str = ""  # why the tier is cpu
 
     @property
+    def measured(self) -> str | None:
+        """The device this run's benchmarks measure and its baselines belong to: None (the CPU) on the cpu tier,
+        also where a GPU is present (the synthetic benchmarks of the plugin's own tests)."""
+        return None if self.tier == "cpu" else self.name
+
+    @property
     def found(self) -> str:
         if self.name is None:
             return "no CUDA device"
@@ -185,14 +191,15 @@ def _configure_benchmarks(config, target: GpuTarget):
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
     folder = Path(config.getoption("baselines_dir") or config.rootpath / "baselines")
-    folder = (config.rootpath / folder if not folder.is_absolute() else folder) / benchmarking.device_slug(target.name)
+    folder = config.rootpath / folder if not folder.is_absolute() else folder
+    folder = folder / benchmarking.device_slug(target.measured)
     if config.getoption("benchmark_storage") == "file://./.benchmarks":  # pytest-benchmark's default: not chosen
         config.option.benchmark_storage = f"file://{folder}"
     if config.getoption("benchmark_timer") == "time.perf_counter":
         config.option.benchmark_timer = "moe_gather.benchmarking.cuda_timer"
     if config.getoption("benchmark_compare"):
         try:
-            config.stash[_GATE] = Gate(benchmarking.load_baseline(folder, target.name), thresholds)
+            config.stash[_GATE] = Gate(benchmarking.load_baseline(folder, target.measured), thresholds)
         except benchmarking.BaselineError as e:
             raise pytest.UsageError(f"--benchmark-compare: {e}") from None
 
@@ -200,10 +207,11 @@ def _configure_benchmarks(config, target: GpuTarget):
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Record the device in every saved benchmark file: the gate refuses a baseline from another one."""
     target = config.stash[_TARGET]
+    on_gpu = target.measured is not None
     machine_info["moe_gather"] = {
-        "device": target.name or "cpu",
-        "capability": list(target.capability) if target.capability else None,
-        "driver": _driver_version() if target.name else None,
+        "device": target.measured or "cpu",
+        "capability": list(target.capability) if on_gpu else None,
+        "driver": _driver_version() if on_gpu else None,
         "torch": torch.__version__,
         "triton": triton.__version__,
     }

@@ -94,6 +94,9 @@ def test_resolve_target():
     assert pytest_plugin.resolve_target("auto", None).why_cpu == "no CUDA device"
     assert pytest_plugin.resolve_target("auto", ("A100", (8, 0))).why_cpu == "no kernel for A100 (sm_80)"
     assert pytest_plugin.resolve_target("cpu", h200).tier == "cpu"
+    # benchmarks and baselines belong to the tier measured: --gpu cpu on a GPU machine gates against baselines/cpu
+    assert pytest_plugin.resolve_target("cpu", h200).measured is None
+    assert pytest_plugin.resolve_target("auto", h200).measured == "NVIDIA H200"
     with pytest.raises(pytest.UsageError, match=r"found NVIDIA H200 \(sm_90\)"):
         pytest_plugin.resolve_target("blackwell", h200)
 
