@@ -20,17 +20,20 @@ case "${1:-}" in
   baselines)
     python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-save=h200 \
       --benchmark-plot="$OUT/throughput.png" 2>&1 | tee "$OUT/save.log" | tail -3
-    for i in 1 2; do
-      python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/compare$i.log" | tail -2
+    for i in 1 2; do  # without the peer (PYTHONPATH cleared): the gate times the kernel alone
+      PYTHONPATH= python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-compare 2>&1 \
+        | tee "$OUT/compare$i.log" | tail -2
     done
     cp baselines/nvidia-h200/*/*.json "$OUT/" ;;
-  slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 python3 -m pytest $T --gpu hopper -q -p no:cacheprovider \
-            --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
+  slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
+            -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
   sanitize)
     for tool in memcheck racecheck synccheck; do
-      for b in 128 1024 8192; do  # block_m 16, 32 and 64 configs
-        compute-sanitizer --tool "$tool" --error-exitcode 9 python3 -m pytest suites/test_kernel.py --gpu hopper \
-          --batch-sizes "$b" --routing uniform -q -p no:cacheprovider 2>&1 | tail -3 | tee -a "$OUT/sanitize.log"
+      for b in 128 512 1024 4096; do  # block_m 8, 16, 32 and 64 (uniform routing: expected slices 4, 16, 32, 128)
+        echo "== $tool uniform-bs$b" | tee -a "$OUT/sanitize.log"
+        compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py uniform "$b" 2>&1 \
+          | tail -3 | tee -a "$OUT/sanitize.log"
+        echo "exit status ${PIPESTATUS[0]}" | tee -a "$OUT/sanitize.log"
       done
     done ;;
   ncu)
