@@ -21,6 +21,14 @@ def test_other(benchmark):
 """
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch):
+    """The inner runs are plain pytest sessions, also when this file runs under pytest-xdist: pytest-benchmark
+    disables itself wherever PYTEST_XDIST_WORKER is set, and every synthetic benchmark would record nothing."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+
+
 def _stats(median):
     """pytest-benchmark's stats record of a run whose every round took `median` seconds."""
     keys = ("min", "max", "mean", "median", "q1", "q3", "ld15iqr", "hd15iqr", "total")
