@@ -27,6 +27,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait
 
+from ._epilogue import swiglu_store
 from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, MXFP4Weights, unpack_codes
 
 # e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
@@ -280,7 +281,6 @@ def _bmm1_sm90_kernel(
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
-    epi_layout: gl.constexpr = gl.BlockedLayout([1, 2], [1, 32], [NUM_WARPS, 1], [1, 0])
 
     pid = gl.program_id(0)
     entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
@@ -342,21 +342,10 @@ def _bmm1_sm90_kernel(
             acc = gl.fma(part, scale[:, None], acc)
     cp.wait_group(0)
 
-    # Epilogue: x_scale, bias, SwiGLU on (gate, linear) row pairs, 1/out_scale, fp8.
-    z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
-    offs_en = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, epi_layout))
-    bias = gl.load(bias_ptr + row0 + offs_en)
-    z = gl.fma(z, gl.load(x_scale_ptr), bias[None, :])
-    gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
-    gate = gl.where(gate == gate, gl.minimum(gate, limit), gate)  # NaN stays NaN
-    linear = gl.where(linear == linear, gl.minimum(gl.maximum(linear, -limit), limit), linear)
-    y = gate / (1.0 + gl.exp(-alpha * gate)) * (linear + 1.0)
-    out = gl.div_rn(y, gl.load(out_scale_ptr)).to(gl.float8e4nv)
-    out_layout: gl.constexpr = out.type.layout
-    offs_om = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
-    offs_on = pid_n * (BLOCK_N // 2) + gl.arange(0, BLOCK_N // 2, layout=gl.SliceLayout(0, out_layout))
-    out_ptrs = out_ptr + (start + offs_om).to(gl.int64)[:, None] * (N // 2) + offs_on[None, :]
-    gl.store(out_ptrs, out, mask=(offs_om < size)[:, None])
+    swiglu_store(
+        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
+        N, BLOCK_M, BLOCK_N,
+    )  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
