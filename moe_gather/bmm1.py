@@ -16,12 +16,12 @@ import os
 
 import torch
 
-from . import _sm90
+from . import _sm90, _sm100
 from .mxfp4 import MX_BLOCK, MXFP4Weights
 from .routing import RaggedMetadata
 
-_KERNELS = {9: _sm90}  # compute capability major -> kernel module
-_WEIGHT_TYPES = {9: _sm90.Sm90Weights}
+_KERNELS = {9: _sm90, 10: _sm100}  # compute capability major -> kernel module (10: compiled, never run here)
+_WEIGHT_TYPES = {9: _sm90.Sm90Weights, 10: _sm100.Sm100Weights}
 
 
 def has_kernel(capability: tuple[int, int] | None) -> bool:
