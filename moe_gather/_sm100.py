@@ -27,7 +27,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 from triton.language.core import _aggregate as aggregate
 
 from ._epilogue import swiglu_store
-from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, MXFP4Weights, unpack_codes
+from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, ExpertShape, MXFP4Weights, unpack_codes
 
 TILE_K = 128  # K per stage: 4 scale blocks, 64 bytes of packed codes, 128 bytes of fp8 x
 SCALE_ROWS = 128  # rows of one scale-factor group: 32 lanes x 4 row groups (tcgen05.cp 32x128b, warpx4)
@@ -36,24 +36,12 @@ _TILE_K = tl.constexpr(TILE_K)
 
 
 @dataclass(frozen=True)
-class Sm100Weights:
+class Sm100Weights(ExpertShape):
     """MXFP4 weights in the sm100 kernel's layout (prepare_weights)."""
 
     codes: torch.Tensor  # uint8 [E, N, K // 2]: the canonical K-major packed codes, read by TMA as they are
     scales: torch.Tensor  # uint8 [E, N / 128, cdiv(K, 128), 2, 256]: swizzled e8m0 (swizzle_scales), zero past K
     k: int
-
-    @property
-    def num_experts(self) -> int:
-        return self.codes.shape[0]
-
-    @property
-    def n(self) -> int:
-        return self.codes.shape[1]
-
-    @property
-    def device(self) -> torch.device:
-        return self.codes.device
 
 
 def swizzle_scales(scales: torch.Tensor) -> torch.Tensor:

@@ -28,7 +28,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait
 
 from ._epilogue import swiglu_store
-from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, MXFP4Weights, unpack_codes
+from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, ExpertShape, MXFP4Weights, unpack_codes
 
 # e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
 E4M3_OF_E2M1_LO = 0x3C383000
@@ -41,24 +41,14 @@ _CHUNK_K = tl.constexpr(CHUNK_K)
 
 
 @dataclass(frozen=True)
-class Sm90Weights:
+class Sm90Weights(ExpertShape):
     """MXFP4 weights in the sm90 kernel's layout (prepare_weights)."""
 
     words: torch.Tensor  # uint8 [E, N, cdiv(K, 64) * 32]: codes re-packed, zero past K
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
 
-    @property
-    def num_experts(self) -> int:
-        return self.words.shape[0]
-
-    @property
-    def n(self) -> int:
-        return self.words.shape[1]
-
-    @property
-    def device(self) -> torch.device:
-        return self.words.device
+    _leading = "words"
 
 
 def _cdiv(a: int, b: int) -> int:

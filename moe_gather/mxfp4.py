@@ -31,8 +31,26 @@ E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 _E2M1_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
 
 
+class ExpertShape:
+    """num_experts, N and device of expert weights, read from their [E, N, ...] tensor named by `_leading`."""
+
+    _leading = "codes"
+
+    @property
+    def num_experts(self) -> int:
+        return getattr(self, self._leading).shape[0]
+
+    @property
+    def n(self) -> int:
+        return getattr(self, self._leading).shape[1]
+
+    @property
+    def device(self) -> torch.device:
+        return getattr(self, self._leading).device
+
+
 @dataclass(frozen=True)
-class MXFP4Weights:
+class MXFP4Weights(ExpertShape):
     """Expert weights in the canonical MXFP4 layout (module docstring). Logical shape [E, K, N]."""
 
     codes: torch.Tensor  # uint8 [E, N, K // 2]
@@ -52,20 +70,8 @@ class MXFP4Weights:
             )
 
     @property
-    def num_experts(self) -> int:
-        return self.codes.shape[0]
-
-    @property
     def k(self) -> int:
         return 2 * self.codes.shape[2]
-
-    @property
-    def n(self) -> int:
-        return self.codes.shape[1]
-
-    @property
-    def device(self) -> torch.device:
-        return self.codes.device
 
     def to(self, device) -> MXFP4Weights:
         return MXFP4Weights(self.codes.to(device), self.scales.to(device))
