@@ -14,8 +14,7 @@ mbarriers no two-CTA allocation), epilogue subtiling, a tile-major shuffle of th
 K-major packed codes directly).
 """
 
-import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import triton.language as tl
@@ -27,6 +26,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 from triton.language.core import _aggregate as aggregate
 
 from ._epilogue import swiglu_store
+from ._table import choose
 from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, ExpertShape, MXFP4Weights, unpack_codes
 
 TILE_K = 128  # K per stage: 4 scale blocks, 64 bytes of packed codes, 128 bytes of fp8 x
@@ -117,12 +117,7 @@ FORCE_ENV = "MOE_GATHER_SM100_FORCE"
 
 
 def select_config(expected_slice_size: int) -> Sm100Config:
-    config = next(c for limit, c in CONFIGS if expected_slice_size <= limit)
-    if forced := os.environ.get(FORCE_ENV):
-        config = replace(config, **{k: int(v) for k, v in (item.split("=") for item in forced.split(","))})
-    if os.environ.get("MOE_GATHER_PRINT_CONFIG"):
-        print(f"moe_gather sm100: expected_slice_size={expected_slice_size} -> {config}", flush=True)
-    return config
+    return choose(CONFIGS, expected_slice_size, FORCE_ENV, "sm100")
 
 
 @aggregate

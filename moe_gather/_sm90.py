@@ -17,8 +17,7 @@ bias, SwiGLU, 1/out_scale and the fp8 rounding follow in the epilogue.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import triton.language as tl
@@ -28,6 +27,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait
 
 from ._epilogue import swiglu_store
+from ._table import choose
 from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, ExpertShape, MXFP4Weights, unpack_codes
 
 # e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
@@ -135,12 +135,7 @@ FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides 
 
 
 def select_config(expected_slice_size: int) -> Sm90Config:
-    config = next(c for limit, c in CONFIGS if expected_slice_size <= limit)
-    if forced := os.environ.get(FORCE_ENV):
-        config = replace(config, **{k: int(v) for k, v in (item.split("=") for item in forced.split(","))})
-    if os.environ.get("MOE_GATHER_PRINT_CONFIG"):
-        print(f"moe_gather sm90: expected_slice_size={expected_slice_size} -> {config}", flush=True)
-    return config
+    return choose(CONFIGS, expected_slice_size, FORCE_ENV, "sm90")
 
 
 # 8 e2m1 codes of a re-packed word -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
