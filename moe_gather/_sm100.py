@@ -9,8 +9,9 @@ rings and tensor memory:
 - MMA (1 warp): scales into tensor memory, then tcgen05 block-scaled MMA, e2m1 weights as the A operand (swap-AB:
   the 128 weight rows fill the MMA's M side, the few tokens its N side), fp32 accumulators in tensor memory;
 - epilogue (the default warps): x_scale, bias, SwiGLU, fp8 and direct stores (moe_gather._epilogue).
-Left out against the seed: 2-CTA mode and multicast (triton 3.6.0's `tma.async_gather` has no multicast, and its
-mbarriers no two-CTA allocation), epilogue subtiling, a tile-major shuffle of the weight values (TMA reads tiles of the
+Left out against the seed: 2-CTA mode and multicast, which triton 3.6.0's Gluon cannot express for this op (its
+`tcgen05_mma_scaled` has no two-CTA form, only the unscaled MMA takes one from the accumulator layout; its TMA copies
+and gather take no multicast); epilogue subtiling; a tile-major shuffle of the weight values (TMA reads tiles of the
 K-major packed codes directly).
 """
 
