@@ -112,6 +112,11 @@ class Sm90Config:
     num_buffers: int  # pipeline stages; num_buffers - 1 K tiles are loaded ahead
     num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
+    # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
+    # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
+    split_at: int = 0
+    large_block_m: int = 64
+    large_num_buffers: int = 4
 
     @property
     def block_n(self) -> int:  # weight rows per tile
@@ -334,16 +339,22 @@ def _bmm1_sm90_kernel(
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
-    """Host launcher; arguments already checked by moe_gather.bmm1."""
+    """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged.expected_slice_size)
     if w.n % config.block_n:
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
-    schedule = ragged.block_schedule[config.block_m]
-    grid = (schedule.numel() * (w.n // config.block_n),)
-    _bmm1_sm90_kernel[grid](
-        x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
-        ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
-        K=w.k, N=w.n, BLOCK_M=config.block_m, NUM_BUFFERS=config.num_buffers, num_warps=config.num_warps,
-        maxnreg=config.maxnreg,
-    )  # fmt: skip
+    if config.split_at:
+        small, large = ragged.bucket_schedules(gather_indx.shape[0], config.split_at, config.block_m,
+                                               config.large_block_m)  # fmt: skip
+        plan = ((config.block_m, config.num_buffers, small), (config.large_block_m, config.large_num_buffers, large))
+    else:
+        plan = ((config.block_m, config.num_buffers, ragged.block_schedule[config.block_m]),)
+    for block_m, num_buffers, schedule in plan:
+        if schedule.numel():
+            _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
+                x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
+                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
+                K=w.k, N=w.n, BLOCK_M=block_m, NUM_BUFFERS=num_buffers, num_warps=config.num_warps,
+                maxnreg=config.maxnreg,
+            )  # fmt: skip
     return out

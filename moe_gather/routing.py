@@ -85,10 +85,42 @@ class RaggedMetadata:
     expected_slice_size: int  # batch * top_k / num_experts: what config selection keys on
     block_offs: dict[int, torch.Tensor] = field(repr=False)  # BLOCK_M -> int32 [E + 1], prefix sum of cdiv
     block_schedule: dict[int, torch.Tensor] = field(repr=False)  # BLOCK_M -> int32 [max_blocks]: slice | pid_m << 16
+    _buckets: dict = field(default_factory=dict, repr=False, compare=False)  # bucket_schedules, once each
 
     @property
     def n_slices(self) -> int:
         return self.slice_sizes.shape[0]
+
+    def bucket_schedules(self, tokens: int, split_at: int, small_m: int, large_m: int):
+        """Two schedules over the slices for skewed routing, where one hot expert holds many rows and the rest few:
+        slices of at most `split_at` rows tiled by small_m, the larger ones by large_m (each schedule leaves the
+        other's slices out). On the device, without a sync; computed once per argument set (so that a CUDA graph
+        captured after a first call replays no host work)."""
+        key = (tokens, split_at, small_m, large_m)
+        if key not in self._buckets:
+            n, small = self.n_slices, self.slice_sizes <= split_at
+            few = min(n, tokens // (split_at + 1))  # slices that can hold more than split_at rows
+            small_bound = min(max_blocks(n, tokens, small_m), n * -(-split_at // small_m))
+            self._buckets[key] = (
+                _tile(torch.where(small, self.slice_sizes, 0), small_m, small_bound, tokens)[1],
+                _tile(torch.where(small, 0, self.slice_sizes), large_m, few + (tokens - few) // large_m, tokens)[1],
+            )
+        return self._buckets[key]
+
+
+def _tile(sizes: torch.Tensor, block_m: int, bound: int, tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Slices of `sizes` tiled by block_m: (block offsets [E + 1], schedule [bound] of slice | pid_m << 16, -1 past
+    the last block), on the sizes' device, without a sync. `bound` must hold every block."""
+    if bound >= 1 << (31 - SCHEDULE_PID_SHIFT):
+        raise ValueError(f"{tokens} rows need {bound} blocks of {block_m}: pid_m overflows the packed schedule")
+    n = sizes.shape[0]
+    zero = torch.zeros(1, dtype=torch.int32, device=sizes.device)
+    offs = torch.cat((zero, ((sizes + block_m - 1) // block_m).cumsum(0, dtype=torch.int32)))
+    j = torch.arange(bound, dtype=torch.int32, device=sizes.device)
+    slice_of_block = torch.searchsorted(offs[1:], j, right=True).to(torch.int32).clamp(max=max(n - 1, 0))
+    pid_m = j - offs[slice_of_block] if n else j
+    packed = slice_of_block | (pid_m << SCHEDULE_PID_SHIFT)
+    return offs, torch.where(j < offs[-1], packed, SCHEDULE_UNUSED).to(torch.int32)
 
 
 def make_ragged_metadata(slice_sizes: torch.Tensor, tokens: int, expected_slice_size: int) -> RaggedMetadata:
@@ -102,16 +134,7 @@ def make_ragged_metadata(slice_sizes: torch.Tensor, tokens: int, expected_slice_
     slice_offs = torch.cat((zero, sizes.cumsum(0, dtype=torch.int32)))
     block_offs, block_schedule = {}, {}
     for block_m in BLOCK_SIZES:
-        bound = max_blocks(n, tokens, block_m)
-        if bound >= 1 << (31 - SCHEDULE_PID_SHIFT):
-            raise ValueError(f"{tokens} rows need {bound} blocks of {block_m}: pid_m overflows the packed schedule")
-        offs = torch.cat((zero, ((sizes + block_m - 1) // block_m).cumsum(0, dtype=torch.int32)))
-        j = torch.arange(bound, dtype=torch.int32, device=sizes.device)
-        slice_of_block = torch.searchsorted(offs[1:], j, right=True).to(torch.int32).clamp(max=max(n - 1, 0))
-        pid_m = j - offs[slice_of_block] if n else j
-        packed = slice_of_block | (pid_m << SCHEDULE_PID_SHIFT)
-        block_offs[block_m] = offs
-        block_schedule[block_m] = torch.where(j < offs[-1], packed, SCHEDULE_UNUSED).to(torch.int32)
+        block_offs[block_m], block_schedule[block_m] = _tile(sizes, block_m, max_blocks(n, tokens, block_m), tokens)
     return RaggedMetadata(sizes, slice_offs, expected_slice_size, block_offs, block_schedule)
 
 

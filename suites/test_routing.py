@@ -87,6 +87,25 @@ def test_block_schedule_equals_brute_force(sizes):
         assert ragged.block_schedule[block_m].tolist() == schedule + [SCHEDULE_UNUSED] * (bound - len(schedule))
 
 
+@pytest.mark.parametrize(
+    "sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [8, 7, 7, 6, 5], [0, 0], [300, 0, 1, 64, 65, 16, 17], [40, 40, 40]]
+)
+@pytest.mark.parametrize(("split_at", "small_m", "large_m"), [(16, 8, 64), (12, 16, 128), (1, 8, 16)])
+def test_bucket_schedules_split_the_slices_by_size(sizes, split_at, small_m, large_m):
+    """Slices of at most split_at rows are tiled by small_m, the others by large_m; together every row once."""
+    tokens = sum(sizes)
+    ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), tokens, 8)
+    small, large = ragged.bucket_schedules(tokens, split_at, small_m, large_m)
+    for schedule, block_m, in_bucket in (
+        (small, small_m, lambda s: s <= split_at),
+        (large, large_m, lambda s: s > split_at),
+    ):
+        _, want = _brute_force_schedule([s if in_bucket(s) else 0 for s in sizes], block_m)
+        got = schedule.tolist()
+        assert got[: len(want)] == want and set(got[len(want) :]) <= {SCHEDULE_UNUSED}
+    assert ragged.bucket_schedules(tokens, split_at, small_m, large_m)[0] is small  # computed once
+
+
 def test_max_blocks_is_tight():
     # all rows but one packed in slice 0, one row in each other slice: the bound is reached
     for n, tokens, block_m in [(16, 100, 16), (4, 4, 32), (8, 1000, 128), (3, 2, 16)]:

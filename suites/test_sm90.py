@@ -71,3 +71,29 @@ def test_every_config_compiles_for_sm90a_without_spills(config, tmp_path):
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
     assert spills and spills.groups() == ("0", "0"), report
     assert kernel.metadata.shared <= 227 * 1024
+
+
+def test_split_config_launches_each_bucket_with_its_tile(monkeypatch):
+    """The launcher's plan on the CPU (the kernel replaced by a recorder): split_at sends the hot slice to a second
+    launch tiled by large_block_m; each launch's grid is its schedule times the column blocks."""
+    from moe_gather.routing import make_ragged_metadata
+
+    launches = []
+
+    class Recorder:
+        def __getitem__(self, grid):
+            return lambda *args, **kw: launches.append((grid, args[7], kw["BLOCK_M"], kw["NUM_BUFFERS"]))
+
+    monkeypatch.setattr(_sm90, "_bmm1_sm90_kernel", Recorder())
+    sizes = [126, 38, 6, 4, 0]
+    ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 4)
+    w = _sm90.prepare_weights(_random_weights(e=5, n=128, k=64))
+    gather = torch.zeros(sum(sizes), dtype=torch.int32)
+    config = _sm90.Sm90Config(block_m=8, num_buffers=8, num_warps=4, split_at=16, large_block_m=64)
+    _sm90.launch(None, w, None, gather, ragged, None, None, 1.0, 1.0, None, config)
+    (grid_s, small, m_s, b_s), (grid_l, large, m_l, b_l) = launches
+    assert (m_s, b_s, m_l, b_l) == (8, 8, 64, 4)
+    assert grid_s == (small.numel() * 2,) and grid_l == (large.numel() * 2,)  # N = 128: two 64-row blocks
+    used = lambda s: sorted(v for v in s.tolist() if v >= 0)
+    assert used(small) == [2, 3]  # the two light slices, one 8-row tile each
+    assert used(large) == sorted([0, 1 << 16, 1])  # the hot slice in two 64-row tiles, the 38-row one in one
