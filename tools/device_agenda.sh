@@ -6,6 +6,7 @@
 #   bash tools/device_agenda.sh slowed     # compare with a deliberately worse config (issue 4's proof, part 2)
 #   bash tools/device_agenda.sh sanitize   # compute-sanitizer memcheck, racecheck, synccheck, one case per config
 #   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
+#   bash tools/device_agenda.sh split      # the two-launch plan for skewed routing against the table (issue 3)
 # Run from the repository root with triton_kernels copied into .peers/ (README, "The peer").
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/.peers"
@@ -42,5 +43,8 @@ case "${1:-}" in
         --batch-sizes "$b" --routing uniform -q -p no:cacheprovider > "$OUT/ncu_bs$b.txt" 2>&1
     done
     tail -60 "$OUT/ncu_bs128.txt" ;;
-  *) sed -n '2,10p' "$0"; exit 2 ;;
+  split) python3 tools/sweep_sm90.py --split --json "$OUT/split.json" \
+           --cases zipf-bs128,zipf-bs160,zipf-bs1792,zipf-bs3584,zipf-bs8192,uniform-bs128,uniform-bs1024,uniform-bs8192 \
+           2>&1 | tee "$OUT/split.log" | tail -40 ;;
+  *) sed -n '2,11p' "$0"; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 """Sweep sm90 kernel configs on a few cases: bitwise agreement with the golden reference and time, per config.
 
-    python3 tools/sweep_sm90.py [--cases gpt-oss-120b-uniform-bs128,...] [--json out.json]
+    python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--json out.json] [--split]
 
 Each config is forced through moe_bmm1(config=...); one line per (case, config).
 """
@@ -13,7 +13,7 @@ import torch
 from triton.testing import do_bench_cudagraph
 
 from moe_gather import bmm1
-from moe_gather._sm90 import CONFIGS
+from moe_gather._sm90 import CONFIGS, Sm90Config
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem, reference_for
 from moe_gather.reference import assert_close, compare_fp8
 
@@ -36,10 +36,21 @@ def variants():
                             yield v
 
 
+def split_variants():
+    """The two-launch plan for skewed routing (Sm90Config.split_at): small tiles for the light slices, 32 or 64
+    rows for those over split_at."""
+    for m, buffers in ((8, 8), (16, 4), (32, 4)):
+        for split_at in (16, 32, 64):
+            for large in (32, 64):
+                if split_at >= m and large > m:
+                    yield Sm90Config(m, buffers, num_warps=4, split_at=split_at, large_block_m=large)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", default=DEFAULT_CASES)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--split", action="store_true", help="the table's choice against the split_at variants")
     args = parser.parse_args()
     model = MODELS["gpt-oss-120b"]
     params = make_expert_params(model, "cuda")
@@ -49,7 +60,8 @@ def main():
         routing, batch = name.split("-bs")
         problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
         ref = reference_for(problem).out
-        for config in variants():
+        table_choice = bmm1.select_config(problem.routing.ragged.expected_slice_size)
+        for config in (table_choice, *split_variants()) if args.split else variants():
 
             def call(config=config, problem=problem):
                 return bmm1.run_problem(problem, weights, config=config)
@@ -72,7 +84,8 @@ def main():
             rows.append(row)
             print(
                 f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} b{config.num_buffers} "
-                f"r{config.maxnreg}: {us:8.1f} us  bitwise {agreement.bitwise_equal_fraction:.4%}  "
+                f"r{config.maxnreg} s{config.split_at}/{config.large_block_m}: {us:8.1f} us  "
+                f"bitwise {agreement.bitwise_equal_fraction:.4%}  "
                 f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",
                 flush=True,
             )
