@@ -2,7 +2,8 @@
 # The H200 agenda left open, as steps that fit the device tool's calls (each under 10 minutes), logs under $OUT.
 #   bash tools/device_agenda.sh suite      # every test on the GPU, both models (correctness, edges, reliability)
 #   bash tools/device_agenda.sh bench      # the 96-case table against triton_kernels (results/sm90_h200.md)
-#   bash tools/device_agenda.sh baselines  # save baselines/nvidia-h200, then compare twice (issue 4's proof, part 1)
+#   bash tools/device_agenda.sh baselines  # save baselines/nvidia-h200 with the peer's speedups (~7 s a case in 2026-11)
+#   bash tools/device_agenda.sh compare    # compare twice against them, the peer left out (issue 4's proof, part 1)
 #   bash tools/device_agenda.sh slowed     # compare with a deliberately worse config (issue 4's proof, part 2)
 #   bash tools/device_agenda.sh sanitize   # compute-sanitizer memcheck, racecheck, synccheck, one case per config
 #   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
@@ -21,11 +22,12 @@ case "${1:-}" in
   baselines)
     python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-save=h200 \
       --benchmark-plot="$OUT/throughput.png" 2>&1 | tee "$OUT/save.log" | tail -3
+    cp baselines/nvidia-h200/*/*.json "$OUT/" ;;
+  compare)
     for i in 1 2; do  # without the peer (PYTHONPATH cleared): the gate times the kernel alone
       PYTHONPATH= python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-compare 2>&1 \
         | tee "$OUT/compare$i.log" | tail -2
-    done
-    cp baselines/nvidia-h200/*/*.json "$OUT/" ;;
+    done ;;
   slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
   sanitize)
@@ -46,5 +48,5 @@ case "${1:-}" in
   split) python3 tools/sweep_sm90.py --split --json "$OUT/split.json" \
            --cases zipf-bs128,zipf-bs160,zipf-bs1792,zipf-bs3584,zipf-bs8192,uniform-bs128,uniform-bs1024,uniform-bs8192 \
            2>&1 | tee "$OUT/split.log" | tail -40 ;;
-  *) sed -n '2,11p' "$0"; exit 2 ;;
+  *) sed -n '2,12p' "$0"; exit 2 ;;
 esac
