@@ -21,9 +21,19 @@ def _random_weights(e=2, n=16, k=128, spread=6, seed=0):
     return MXFP4Weights(codes, scales)
 
 
-def test_prepared_words_convert_to_the_exact_weights():
+@pytest.mark.parametrize("encoding", ["table", "spread"])
+def test_prepared_words_convert_to_the_exact_weights(encoding):
     w = _random_weights(spread=6)
-    assert torch.equal(_sm90.emulate_dequant(_sm90.prepare_weights(w)), dequantize_mxfp4(w, torch.float64))
+    prepared = _sm90.prepare_weights(w, spread=encoding == "spread")
+    assert torch.equal(_sm90.emulate_dequant(prepared), dequantize_mxfp4(w, torch.float64))
+
+
+def test_spread_encoding_is_e4m3_times_2_pow_minus_6_for_every_code():
+    codes = torch.arange(16, dtype=torch.uint8)  # one 32-block of one row: every code, both nibble positions
+    packed = (codes[0::2] | (codes[1::2] << 4)).repeat(2).reshape(1, 1, 16)
+    w = MXFP4Weights(packed, torch.full((1, 1, 1), 127, dtype=torch.uint8))
+    prepared = _sm90.prepare_weights(w, spread=True)
+    assert torch.equal(_sm90.emulate_dequant(prepared), dequantize_mxfp4(w, torch.float64))
 
 
 def test_every_scale_is_exact_however_wide_the_spread_in_a_row():
@@ -44,22 +54,26 @@ SIGNATURE = {
     "x_ptr": "*fp8e4nv", "words_ptr": "*i32", "scales_ptr": "*i32", "bias_ptr": "*fp32",
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32", "limit": "fp32",
-    "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr",
+    "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr", "SPREAD": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 
 
-def compile_sm90(config, k=2880, n=5760):
-    constexprs = {"K": k, "N": n, "BLOCK_M": config.block_m, "NUM_BUFFERS": config.num_buffers}
+def compile_sm90(config, k=2880, n=5760, spread=False):
+    constexprs = {"K": k, "N": n, "BLOCK_M": config.block_m, "NUM_BUFFERS": config.num_buffers, "SPREAD": spread}
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 
-@pytest.mark.parametrize("config", sorted({c for _, c in _sm90.CONFIGS}, key=str), ids=str)
-def test_every_config_compiles_for_sm90a_without_spills(config, tmp_path):
-    kernel = compile_sm90(config)
+@pytest.mark.parametrize(
+    ("config", "spread"),
+    [(c, False) for c in sorted({c for _, c in _sm90.CONFIGS}, key=str)] + [(_sm90.CONFIGS[0][1], True)],
+    ids=lambda v: str(v),
+)
+def test_every_config_compiles_for_sm90a_without_spills(config, spread, tmp_path):
+    kernel = compile_sm90(config, spread=spread)
     ptx = kernel.asm["ptx"]
     assert "wgmma.mma_async.sync.aligned" in ptx and ".e4m3.e4m3" in ptx  # fp8 wgmma, not an upcast path
     assert "cp.async.cg.shared.global" in ptx
