@@ -25,7 +25,12 @@ import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
-from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    warpgroup_mma,
+    warpgroup_mma_init,
+    warpgroup_mma_wait,
+)
 
 from ._epilogue import swiglu_store
 from ._table import choose
@@ -49,6 +54,7 @@ class Sm90Weights(ExpertShape):
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
     spread: bool = False  # the bit-spread encoding (prepare_weights), an experiment until measured on the H200
+    f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
 
     _leading = "words"
 
@@ -60,7 +66,10 @@ def _cdiv(a: int, b: int) -> int:
 SPREAD_ENV = "MOE_GATHER_SM90_SPREAD"  # "1": prepare_weights uses the bit-spread encoding
 
 
-def prepare_weights(w: MXFP4Weights, spread: bool | None = None) -> Sm90Weights:
+F16_SPREAD = 16  # binades between a row's largest and smallest nonzero block scale above which fp16 wgmma is used
+
+
+def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | None = None) -> Sm90Weights:
     """Re-pack codes and scales for the kernel.
 
     Words: K = 64c + 32b + 16h + 4q + i (chunk c, block parity b, half h, quad q, byte i). Chunk c of a row is 8
@@ -76,9 +85,19 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None) -> Sm90Weights:
     2 of byte i (one AND yields its fp8 word); half 1 sits in bits 5, 6, 1, 0 (s, e1, e0, m), which two shifts and
     two logic ops move onto 7, 4, 3, 2. Five instructions per 8 values instead of eight; the kernel multiplies the
     accumulator by 2 ** 6 at the end.
+
+    `f16` (default: whether some row's nonzero block scales span more than F16_SPREAD binades): the kernel runs fp16
+    wgmma instead (weights and x are exact in fp16; it accumulates each 32-block in fp32 where fp8 wgmma keeps ~13
+    bits, which outputs born of cancellation between very large blocks cannot afford). Its words hold the values of
+    the fp16 A fragment instead: K = 16h + 8j + 2q + l for byte i = 2j + l of half h.
     """
     if spread is None:
         spread = os.environ.get(SPREAD_ENV) == "1"
+    if f16 is None:
+        nonzero = torch.where(w.scales > 0, w.scales, 255).amin(-1).clamp(max=254).to(torch.int32)
+        f16 = bool((w.scales.amax(-1).to(torch.int32) - nonzero > F16_SPREAD).any())
+    if f16 and spread:
+        raise ValueError("prepare_weights: the fp16 path and the bit-spread encoding do not combine")
     if (w.scales == E8M0_NAN).any():
         raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
     e, n, k = w.num_experts, w.codes.shape[1], w.k
@@ -87,7 +106,10 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None) -> Sm90Weights:
     i = torch.arange(4, device=w.codes.device)
     for x in range(e):  # one expert at a time bounds the int64 temporaries
         c = torch.nn.functional.pad(unpack_codes(w.codes[x]).to(torch.int64), (0, chunks * CHUNK_K - k))
-        c = c.reshape(n, chunks, 2, 2, 4, 4).permute(0, 1, 4, 2, 3, 5)  # [N, chunk, q, b, h, i]
+        if f16:  # K = 64 chunk + 32 b + 16 h + 8 j + 2 q + l
+            c = c.reshape(n, chunks, 2, 2, 2, 4, 2).permute(0, 1, 5, 2, 3, 4, 6).reshape(n, chunks, 4, 2, 2, 4)
+        else:  # K = 64 chunk + 32 b + 16 h + 4 q + i
+            c = c.reshape(n, chunks, 2, 2, 4, 4).permute(0, 1, 4, 2, 3, 5)  # [N, chunk, q, b, h, i]
         if spread:
             bits = [(c >> b) & 1 for b in range(4)]  # m, e0, e1, s
             half0 = sum(bit[..., 0, :] << p for bit, p in zip(bits, (2, 3, 4, 7), strict=True))
@@ -104,7 +126,7 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None) -> Sm90Weights:
         words[x] = torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).reshape(n, -1)
     scales = torch.nn.functional.pad(w.scales, (0, 4 * tiles - w.scales.shape[-1]))
     scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
-    return Sm90Weights(words, scales, k, spread)
+    return Sm90Weights(words, scales, k, spread, f16)
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
@@ -123,7 +145,11 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
         sign = torch.stack([((words << sign_shift) >> (8 * i + 7)) & 1 for i in range(4)], dim=-1)
         halves.append(((lut >> (8 * sel)) & 0xFF) | (sign << 7))
     fp8 = torch.stack(halves, dim=-2)  # [E, N, K/8, h, i]
-    fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 4).permute(0, 1, 2, 4, 5, 3, 6).reshape(e, n, -1)[..., : w.k]
+    if w.f16:  # [chunk, q, b, h, j, l] -> K = 64 chunk + 32 b + 16 h + 8 j + 2 q + l
+        fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 2, 2).permute(0, 1, 2, 4, 5, 6, 3, 7)
+    else:  # [chunk, q, b, h, i] -> K = 64 chunk + 32 b + 16 h + 4 q + i
+        fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 4).permute(0, 1, 2, 4, 5, 3, 6)
+    fp8 = fp8.reshape(e, n, -1)[..., : w.k]
     values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64) * (2.0**6 if w.spread else 1.0)
     s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
     scale = torch.exp2(s.to(torch.float64) - E8M0_BIAS).repeat_interleave(MX_BLOCK, dim=-1)
@@ -249,6 +275,67 @@ def _a_operand(words, BLOCK_N: gl.constexpr, a_layout: gl.constexpr, SPREAD: gl.
     return gl.convert_layout(fp8.reshape([BLOCK_N, 32]), a_layout)  # no data moves either
 
 
+# Two e4m3 bytes -> an fp16 pair (exact: every e4m3 value is an fp16 value), for each half of a word.
+_E4M3_TO_F16_ASM = tl.constexpr("""
+{
+.reg .b16 low, high;
+mov.b32 {low, high}, $2;
+cvt.rn.f16x2.e4m3x2 $0, low;
+cvt.rn.f16x2.e4m3x2 $1, high;
+}
+""")
+
+
+@gluon.constexpr_function
+def _f16_pairs_layout(block_n, num_warps):
+    """[row, fp16 pair, element] with K = 2 * pair + element: once reshaped to [row, 16], wgmma's fp16 A layout
+    (the thread of lane quad q holds K = 2q, 2q + 1 and 8 + 2q, 9 + 2q of rows r and r + 8)."""
+    return gl.DistributedLinearLayout(
+        reg_bases=[[0, 0, 1], [0, 4, 0], [8, 0, 0]],
+        lane_bases=[[0, 1, 0], [0, 2, 0], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
+        warp_bases=_warp_row_bases(num_warps, 3),
+        block_bases=[],
+        shape=[block_n, 8, 2],
+    )
+
+
+@gluon.jit
+def _f16_operand(low, high, BLOCK_N: gl.constexpr, a16_layout: gl.constexpr):
+    """fp16 pairs [rows, quad] for K = 2q + l (low) and 8 + 2q + l (high) -> the fp16 A operand [rows, 16]."""
+    pairs = gl.join(low, high).permute((0, 2, 1)).reshape([BLOCK_N, 8])  # pair 4j + q holds K = 8j + 2q + l
+    pairs_layout: gl.constexpr = _f16_pairs_layout(BLOCK_N, gl.num_warps())
+    pairs = gl.convert_layout(pairs, gl.SliceLayout(2, pairs_layout))
+    as_halves = gl.expand_dims(pairs, 2).broadcast_to([BLOCK_N, 8, 2])
+    f16 = gl.inline_asm_elementwise(
+        asm="mov.b32 $0, $1;", constraints="=r,r,r", args=[as_halves], dtype=gl.float16, is_pure=True, pack=2
+    )
+    return gl.convert_layout(f16.reshape([BLOCK_N, 16]), a16_layout)
+
+
+@gluon.jit
+def _a_operands_f16(words, BLOCK_N: gl.constexpr, a16_layout: gl.constexpr):
+    """Packed words [rows, quad] of one 32-wide K block (fp16 layout of prepare_weights) -> its weights as two fp16
+    A operands [rows, 16], K 0..15 and 16..31 of the block."""
+    lo, hi = gl.inline_asm_elementwise(
+        asm=_E2M1_TO_E4M3_ASM, constraints="=r,=r,r", args=[words], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
+    )  # e4m3 bytes of K = 2q + l, 8 + 2q + l (lo) and 16 + the same (hi)
+    lo0, lo1 = gl.inline_asm_elementwise(
+        asm=_E4M3_TO_F16_ASM, constraints="=r,=r,r", args=[lo], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
+    )
+    hi0, hi1 = gl.inline_asm_elementwise(
+        asm=_E4M3_TO_F16_ASM, constraints="=r,=r,r", args=[hi], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
+    )
+    return _f16_operand(lo0, lo1, BLOCK_N, a16_layout), _f16_operand(hi0, hi1, BLOCK_N, a16_layout)
+
+
+@gluon.jit
+def _x_to_f16(x_tile, x16_smem, BLOCK_M: gl.constexpr):
+    """The fp8 x tile [BLOCK_M, 128] -> fp16 in two [BLOCK_M, 64] halves (exact), for fp16 wgmma."""
+    layout: gl.constexpr = gl.BlockedLayout([1, 2], [1, 32], [gl.num_warps(), 1], [1, 0])
+    for h in gl.static_range(2):
+        x16_smem.index(h).store(x_tile.slice(64 * h, 64, dim=1).load(layout).to(gl.float16))
+
+
 @gluon.jit
 def _block_scales(scale_words, j: gl.constexpr):
     """2 ** (e8m0 - 127) of block j from each row's 4 scale bytes, made from the exponent bits: exact; e8m0 0 is
@@ -293,6 +380,7 @@ def _bmm1_sm90_kernel(
     BLOCK_M: gl.constexpr,
     NUM_BUFFERS: gl.constexpr,
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
+    F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
@@ -301,10 +389,12 @@ def _bmm1_sm90_kernel(
     ROW_WORDS: gl.constexpr = (K + _CHUNK_K - 1) // _CHUNK_K * 8
     BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
 
+    MMA_K: gl.constexpr = 16 if F16 else 32
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, 32]
+        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
     )
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
+    a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     words_layout: gl.constexpr = _words_layout(BLOCK_N, NUM_WARPS)
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
     # Copy layouts: 16 bytes a thread.
@@ -341,6 +431,9 @@ def _bmm1_sm90_kernel(
     x_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_BUFFERS, BLOCK_M, _TILE_K], x_nvmma)
     w_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N, _TILE_K // 8], plain2)
     s_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    if F16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
+        x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+        x16_smem = gl.allocate_shared_memory(gl.float16, [2, BLOCK_M, 64], x16_nvmma)
 
     for t in gl.static_range(NUM_BUFFERS - 1):
         _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS)
@@ -360,16 +453,30 @@ def _bmm1_sm90_kernel(
         block1, block3 = gl.split(odd.permute((0, 2, 1)))
         blocks = (block0, block1, block2, block3)
         x_tile = x_smem.index(slot)
-        a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
-        for j in gl.static_range(BLOCKS):
-            x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
-            part = warpgroup_mma(a, x_j, zero, use_acc=False, is_async=True)
-            if j + 1 < BLOCKS:
-                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
-            scale = _block_scales(scale_words, j)
-            # Promote once the wgmma is done: reading its registers earlier would make ptxas serialize every wgmma.
-            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-            acc = gl.fma(part, scale[:, None], acc)
+        if F16:
+            _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
+            fence_async_shared()
+            gl.thread_barrier()
+            for j in gl.static_range(BLOCKS):
+                a_lo, a_hi = _a_operands_f16(blocks[j], BLOCK_N, a16_layout)
+                x_half = x16_smem.index(j // 2)
+                x_lo = x_half.slice((j % 2) * _MX_BLOCK, 16, dim=1).permute((1, 0))
+                x_hi = x_half.slice((j % 2) * _MX_BLOCK + 16, 16, dim=1).permute((1, 0))
+                part = warpgroup_mma(a_lo, x_lo, zero, use_acc=False, is_async=True)
+                part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
+                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                acc = gl.fma(part, _block_scales(scale_words, j)[:, None], acc)
+        else:
+            a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
+            for j in gl.static_range(BLOCKS):
+                x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
+                part = warpgroup_mma(a, x_j, zero, use_acc=False, is_async=True)
+                if j + 1 < BLOCKS:
+                    a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
+                scale = _block_scales(scale_words, j)
+                # Promote once the wgmma is done: reading its registers earlier makes ptxas serialize every wgmma.
+                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                acc = gl.fma(part, scale[:, None], acc)
     cp.wait_group(0)
 
     if SPREAD:
@@ -396,7 +503,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
-                K=w.k, N=w.n, BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread,
+                K=w.k, N=w.n, BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16,
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

@@ -21,11 +21,20 @@ def _random_weights(e=2, n=16, k=128, spread=6, seed=0):
     return MXFP4Weights(codes, scales)
 
 
-@pytest.mark.parametrize("encoding", ["table", "spread"])
+@pytest.mark.parametrize("encoding", ["table", "spread", "f16"])
 def test_prepared_words_convert_to_the_exact_weights(encoding):
     w = _random_weights(spread=6)
-    prepared = _sm90.prepare_weights(w, spread=encoding == "spread")
+    prepared = _sm90.prepare_weights(w, spread=encoding == "spread", f16=encoding == "f16")
     assert torch.equal(_sm90.emulate_dequant(prepared), dequantize_mxfp4(w, torch.float64))
+
+
+def test_fp16_path_is_chosen_for_widely_spread_scales_only():
+    assert not _sm90.prepare_weights(_random_weights(spread=6)).f16  # GPT-OSS-like: a few binades per row
+    w = _random_weights(spread=6)
+    w.scales[1, 3, 0] = 127 - 30  # one row spans 2**-30 .. 2**0
+    assert _sm90.prepare_weights(w).f16
+    w.scales[1, 3, 0] = 0  # an all-zero block's scale does not count as spread
+    assert not _sm90.prepare_weights(w).f16
 
 
 def test_spread_encoding_is_e4m3_times_2_pow_minus_6_for_every_code():
@@ -55,27 +64,31 @@ SIGNATURE = {
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32", "limit": "fp32",
     "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr", "SPREAD": "constexpr",
+    "F16": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 
 
-def compile_sm90(config, k=2880, n=5760, spread=False):
-    constexprs = {"K": k, "N": n, "BLOCK_M": config.block_m, "NUM_BUFFERS": config.num_buffers, "SPREAD": spread}
+def compile_sm90(config, k=2880, n=5760, spread=False, f16=False):
+    constexprs = {"K": k, "N": n, "BLOCK_M": config.block_m, "NUM_BUFFERS": config.num_buffers, "SPREAD": spread,
+                  "F16": f16}  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 
 @pytest.mark.parametrize(
-    ("config", "spread"),
-    [(c, False) for c in sorted({c for _, c in _sm90.CONFIGS}, key=str)] + [(_sm90.CONFIGS[0][1], True)],
+    ("config", "path"),
+    [(c, "fp8") for c in sorted({c for _, c in _sm90.CONFIGS}, key=str)]
+    + [(_sm90.CONFIGS[0][1], "spread"), (_sm90.CONFIGS[-1][1], "f16")],
     ids=lambda v: str(v),
 )
-def test_every_config_compiles_for_sm90a_without_spills(config, spread, tmp_path):
-    kernel = compile_sm90(config, spread=spread)
+def test_every_config_compiles_for_sm90a_without_spills(config, path, tmp_path):
+    kernel = compile_sm90(config, spread=path == "spread", f16=path == "f16")
     ptx = kernel.asm["ptx"]
-    assert "wgmma.mma_async.sync.aligned" in ptx and ".e4m3.e4m3" in ptx  # fp8 wgmma, not an upcast path
+    mma = ".f16.f16" if path == "f16" else ".e4m3.e4m3"  # fp8 wgmma, or fp16 for widely spread scales
+    assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
     assert "cp.async.cg.shared.global" in ptx
     (tmp_path / "k.ptx").write_text(ptx)
     report = subprocess.run(
