@@ -91,13 +91,13 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     bits, which outputs born of cancellation between very large blocks cannot afford). Its words hold the values of
     the fp16 A fragment instead: K = 16h + 8j + 2q + l for byte i = 2j + l of half h.
     """
-    if spread is None:
-        spread = os.environ.get(SPREAD_ENV) == "1"
     if f16 is None:
         nonzero = torch.where(w.scales > 0, w.scales, 255).amin(-1).clamp(max=254).to(torch.int32)
         f16 = bool((w.scales.amax(-1).to(torch.int32) - nonzero > F16_SPREAD).any())
     if f16 and spread:
         raise ValueError("prepare_weights: the fp16 path and the bit-spread encoding do not combine")
+    if spread is None:  # the environment's choice, where the fp16 path does not take the weights
+        spread = not f16 and os.environ.get(SPREAD_ENV) == "1"
     if (w.scales == E8M0_NAN).any():
         raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
     e, n, k = w.num_experts, w.codes.shape[1], w.k
