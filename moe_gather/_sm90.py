@@ -440,6 +440,7 @@ def _bmm1_sm90_kernel(
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     zero = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
+    part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
     for t in range(K_TILES):
         slot = t % NUM_BUFFERS
         cp.wait_group(NUM_BUFFERS - 2)
@@ -470,7 +471,8 @@ def _bmm1_sm90_kernel(
             a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
             for j in gl.static_range(BLOCKS):
                 x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
-                part = warpgroup_mma(a, x_j, zero, use_acc=False, is_async=True)
+                # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
+                part = warpgroup_mma(a, x_j, part, use_acc=False, is_async=True)
                 if j + 1 < BLOCKS:
                     a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
                 scale = _block_scales(scale_words, j)
