@@ -28,7 +28,6 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     warpgroup_mma,
-    warpgroup_mma_init,
     warpgroup_mma_wait,
 )
 
@@ -439,7 +438,6 @@ def _bmm1_sm90_kernel(
         _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS)
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
-    zero = warpgroup_mma_init(gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout))
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
     for t in range(K_TILES):
         slot = t % NUM_BUFFERS
@@ -463,7 +461,7 @@ def _bmm1_sm90_kernel(
                 x_half = x16_smem.index(j // 2)
                 x_lo = x_half.slice((j % 2) * _MX_BLOCK, 16, dim=1).permute((1, 0))
                 x_hi = x_half.slice((j % 2) * _MX_BLOCK + 16, 16, dim=1).permute((1, 0))
-                part = warpgroup_mma(a_lo, x_lo, zero, use_acc=False, is_async=True)
+                part = warpgroup_mma(a_lo, x_lo, part, use_acc=False, is_async=True)  # over the last partial
                 part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
                 part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
                 acc = gl.fma(part, _block_scales(scale_words, j)[:, None], acc)
