@@ -1,6 +1,7 @@
 """moe-gather: the GPT-OSS MoE first matmul (BMM1) with a fused gather, MXFP4 weights, fused SwiGLU and fp8 out.
 
-Layers point one way: the public call (bmm1) -> per-architecture kernels -> shared pieces (mxfp4, routing).
+Layers point one way: the public call (bmm1) -> per-architecture kernels (_sm90, _sm100) -> shared pieces
+(_epilogue, _table, mxfp4, routing).
 The golden reference (reference) and the problem as data (problem) sit beside them; the pytest plugin
 (pytest_plugin) drives the suites in suites/.
 """
