@@ -18,6 +18,7 @@ K-major packed codes directly).
 from dataclasses import dataclass
 
 import torch
+import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -28,12 +29,13 @@ from triton.language.core import _aggregate as aggregate
 
 from ._epilogue import swiglu_store
 from ._table import choose
-from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, ExpertShape, MXFP4Weights, unpack_codes
+from .mxfp4 import E8M0_BIAS, MX_BLOCK, ExpertShape, MXFP4Weights, dequantize_mxfp4, refuse_nan_scales
 
 TILE_K = 128  # K per stage: 4 scale blocks, 64 bytes of packed codes, 128 bytes of fp8 x
 SCALE_ROWS = 128  # rows of one scale-factor group: 32 lanes x 4 row groups (tcgen05.cp 32x128b, warpx4)
 _MX_BLOCK = tl.constexpr(MX_BLOCK)
 _TILE_K = tl.constexpr(TILE_K)
+E8M0_ONE = tl.constexpr(E8M0_BIAS)  # 2 ** 0: x's block scales
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ def swizzle_scales(scales: torch.Tensor) -> torch.Tensor:
     row r, block b at (r % 32) * 16 + (r // 32) * 4 + b, the scale-factor layout tcgen05.cp copies into tensor memory
     (32 lanes, each 4 row groups x 4 blocks). Padded with zeros to whole K tiles."""
     e, n, blocks = scales.shape
-    tiles = -(-blocks // 4)
+    tiles = triton.cdiv(blocks, 4)
     s = torch.nn.functional.pad(scales, (0, 4 * tiles - blocks)).reshape(e, n // SCALE_ROWS, 4, 32, tiles, 4)
     return s.permute(0, 1, 4, 3, 2, 5).reshape(e, n // SCALE_ROWS, tiles, 2, 256).contiguous()
 
@@ -63,23 +65,16 @@ def unswizzle_scales(swizzled: torch.Tensor, blocks: int) -> torch.Tensor:
 
 
 def prepare_weights(w: MXFP4Weights) -> Sm100Weights:
-    if (w.scales == E8M0_NAN).any():
-        raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
-    if w.codes.shape[1] % SCALE_ROWS:
-        raise ValueError(
-            f"prepare_weights: the sm100 layout needs N a multiple of {SCALE_ROWS}, got {w.codes.shape[1]}"
-        )
+    refuse_nan_scales(w)
+    if w.n % SCALE_ROWS:
+        raise ValueError(f"prepare_weights: the sm100 layout needs N a multiple of {SCALE_ROWS}, got {w.n}")
     return Sm100Weights(w.codes.contiguous(), swizzle_scales(w.scales), w.k)
 
 
 def emulate_dequant(w: Sm100Weights) -> torch.Tensor:
     """What the kernel multiplies, from Sm100Weights: float64 [E, K, N] (the tests compare it to the exact
-    dequantization): e2m1 codes as TMA reads them, times 2 ** (e8m0 - 127) read back from the swizzled scales."""
-    values = torch.tensor((0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0), dtype=torch.float64, device=w.codes.device)
-    codes = unpack_codes(w.codes).long()
-    v = values[codes & 7] * (1 - 2 * (codes >> 3)).to(torch.float64)
-    s = unswizzle_scales(w.scales, w.k // MX_BLOCK).to(torch.float64)
-    return (v * torch.exp2(s - E8M0_BIAS).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
+    dequantization): the codes as TMA reads them, with the scales read back from their swizzled layout."""
+    return dequantize_mxfp4(MXFP4Weights(w.codes, unswizzle_scales(w.scales, w.k // MX_BLOCK)), torch.float64)
 
 
 @dataclass(frozen=True)
@@ -155,6 +150,7 @@ class _Shared:
     num_programs: gl.tensor
     N: gl.constexpr
     K: gl.constexpr
+    K_TILES: gl.constexpr
     BLOCK_M: gl.constexpr
     BLOCK_N: gl.constexpr
     BAND_N: gl.constexpr
@@ -188,7 +184,6 @@ def _next(index, phase, count: gl.constexpr):
 def _load_activations(p: _Shared):
     rows_layout: gl.constexpr = gl.SliceLayout(0, gl.BlockedLayout([1, 4], [32, 1], [1, gl.num_warps()], [1, 0]))
     count: gl.constexpr = p.x_bufs.shape[0]
-    K_TILES: gl.constexpr = (p.K + _TILE_K - 1) // _TILE_K
     index = 0
     phase = 1  # the first pass through the ring waits on nothing
     for t in range(gl.program_id(0), p.num_tiles, p.num_programs):
@@ -197,7 +192,7 @@ def _load_activations(p: _Shared):
         start = gl.load(p.slice_offs_ptr + expert)
         offs_m = pid_m * p.BLOCK_M + gl.arange(0, p.BLOCK_M, layout=rows_layout)
         rows = gl.load(p.gather_ptr + start + offs_m, mask=offs_m < size, other=p.x_desc.shape[0])
-        for k in range(K_TILES):
+        for k in range(p.K_TILES):
             mbarrier.wait(p.x_empty.index(index), phase)
             mbarrier.expect(p.x_ready.index(index), p.BLOCK_M * p.x_desc.block_type.nbytes)
             tma.async_gather(p.x_desc, rows, k * _TILE_K, p.x_ready.index(index), p.x_bufs.index(index))
@@ -207,7 +202,6 @@ def _load_activations(p: _Shared):
 @gluon.jit
 def _load_weights(p: _Shared):
     count: gl.constexpr = p.w_bufs.shape[0]
-    K_TILES: gl.constexpr = (p.K + _TILE_K - 1) // _TILE_K
     GROUPS: gl.constexpr = p.BLOCK_N // 128
     # Bytes the copies deliver: the codes arrive padded, one byte per e2m1 value (twice the packed block), and the
     # scale tile as it is.
@@ -217,7 +211,7 @@ def _load_weights(p: _Shared):
     for t in range(gl.program_id(0), p.num_tiles, p.num_programs):
         expert, _, pid_n = p.tile(t)
         row0 = expert * p.N + pid_n * p.BLOCK_N
-        for k in range(K_TILES):
+        for k in range(p.K_TILES):
             mbarrier.wait(p.w_empty.index(index), phase)
             mbarrier.expect(p.w_ready.index(index), nbytes)
             tma.async_copy_global_to_shared(p.w_desc, [row0, k * (_TILE_K // 2)], p.w_ready.index(index),
@@ -238,7 +232,6 @@ def _scales_for_copy(s_buf, BLOCK_N: gl.constexpr):
 
 @gluon.jit
 def _mma(p: _Shared):
-    K_TILES: gl.constexpr = (p.K + _TILE_K - 1) // _TILE_K
     x_count: gl.constexpr = p.x_bufs.shape[0]
     w_count: gl.constexpr = p.w_bufs.shape[0]
     acc_count: gl.constexpr = p.acc_bufs.shape[0]
@@ -248,7 +241,7 @@ def _mma(p: _Shared):
     for _ in range(gl.program_id(0), p.num_tiles, p.num_programs):
         mbarrier.wait(p.acc_empty.index(acc_index), acc_phase)
         acc = p.acc_bufs.index(acc_index)
-        for k in range(K_TILES):
+        for k in range(p.K_TILES):
             mbarrier.wait(p.w_ready.index(w_index), w_phase)
             blackwell.tcgen05_copy(_scales_for_copy(p.s_bufs.index(w_index), p.BLOCK_N), p.w_scale_tmem)
             mbarrier.wait(p.x_ready.index(x_index), x_phase)
@@ -333,16 +326,14 @@ def _bmm1_sm100_kernel(
         x_bufs=x_bufs, x_empty=x_empty, x_ready=x_ready, w_bufs=w_bufs, s_bufs=s_bufs, w_empty=w_empty,
         w_ready=w_ready, x_scale_tmem=x_scale_tmem, w_scale_tmem=w_scale_tmem, acc_bufs=acc_bufs,
         acc_empty=acc_empty, acc_ready=acc_ready, grid_m=grid_m, num_tiles=grid_m * (N // BLOCK_N), N=N, K=K,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BAND_N=BAND_N, num_programs=num_programs,
+        K_TILES=(K + _TILE_K - 1) // _TILE_K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BAND_N=BAND_N,
+        num_programs=num_programs,
     )  # fmt: skip
     gl.warp_specialize(
         [(_epilogue, (p,)), (_load_activations, (p,)), (_load_weights, (p,)), (_mma, (p,))],
         [GATHER_WARPS, 1, 1],
         [LOADER_REGS, LOADER_REGS, MMA_REGS],
     )
-
-
-E8M0_ONE = tl.constexpr(E8M0_BIAS)  # 2 ** 0
 
 
 def _descriptors(x, w: Sm100Weights, config: Sm100Config):

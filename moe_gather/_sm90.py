@@ -1,7 +1,7 @@
 """Hopper (sm_90a) BMM1: a Gluon kernel on fp8 wgmma with the weights in registers, MXFP4 block scales exact in fp32.
 
 One program computes one (token block, weight-row block) tile of one expert, swap-AB: the weights are the wgmma's
-64-row side (each warpgroup owns 64 rows of W^T) and the expert's few gathered tokens its N side (block_m = 16..128),
+64-row side (each warpgroup owns 64 rows of W^T) and the expert's few gathered tokens its N side (block_m = 8..64),
 so small slices waste no MMA rows. A ring of shared-memory stages, filled with cp.async, holds for each 128-wide K
 tile the gathered x rows, the packed weights and their scales. Each thread reads its own packed words and turns
 them into fp8 in registers, directly in the layout of wgmma's register A operand (e2m1 values are e4m3 values: 8 per
@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 
 import torch
+import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -33,7 +34,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from ._epilogue import swiglu_store
 from ._table import choose
-from .mxfp4 import E8M0_BIAS, E8M0_NAN, MX_BLOCK, ExpertShape, MXFP4Weights, unpack_codes
+from .mxfp4 import MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, refuse_nan_scales, unpack_codes
 
 # e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
 E4M3_OF_E2M1_LO = 0x3C383000
@@ -56,10 +57,6 @@ class Sm90Weights(ExpertShape):
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
 
     _leading = "words"
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 SPREAD_ENV = "MOE_GATHER_SM90_SPREAD"  # "1": prepare_weights uses the bit-spread encoding
@@ -97,10 +94,9 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
         raise ValueError("prepare_weights: the fp16 path and the bit-spread encoding do not combine")
     if spread is None:  # the environment's choice, where the fp16 path does not take the weights
         spread = not f16 and os.environ.get(SPREAD_ENV) == "1"
-    if (w.scales == E8M0_NAN).any():
-        raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
+    refuse_nan_scales(w)
     e, n, k = w.num_experts, w.codes.shape[1], w.k
-    chunks, tiles = _cdiv(k, CHUNK_K), _cdiv(k, TILE_K)
+    chunks, tiles = triton.cdiv(k, CHUNK_K), triton.cdiv(k, TILE_K)
     words = torch.empty((e, n, chunks * CHUNK_K // 2), dtype=torch.uint8, device=w.codes.device)
     i = torch.arange(4, device=w.codes.device)
     for x in range(e):  # one expert at a time bounds the int64 temporaries
@@ -151,8 +147,7 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     fp8 = fp8.reshape(e, n, -1)[..., : w.k]
     values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64) * (2.0**6 if w.spread else 1.0)
     s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
-    scale = torch.exp2(s.to(torch.float64) - E8M0_BIAS).repeat_interleave(MX_BLOCK, dim=-1)
-    return (values * scale).transpose(1, 2)
+    return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
 
 
 @dataclass(frozen=True)
@@ -246,32 +241,55 @@ def _words_layout(block_n, num_warps):
 
 
 @gluon.constexpr_function
-def _fp8_bytes_layout(block_n, num_warps):
-    """[row, fp8 word, byte] with K = 4 * word + byte: once reshaped to [row, 32], wgmma's register A layout."""
+def _packed_layout(block_n, num_warps, per_word):
+    """[row, word, element] with K = per_word * word + element, the elements of a word in one register: once
+    reshaped to [row, 8 * per_word], wgmma's register A layout for fp8 (4 per word) or fp16 (2). The thread of lane
+    quad q holds words q and 4 + q of rows r and r + 8."""
+    element_bases = [[0, 0, 1 << b] for b in range(per_word.bit_length() - 1)]
     return gl.DistributedLinearLayout(
-        reg_bases=[[0, 0, 1], [0, 0, 2], [0, 4, 0], [8, 0, 0]],
+        reg_bases=[*element_bases, [0, 4, 0], [8, 0, 0]],
         lane_bases=[[0, 1, 0], [0, 2, 0], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
         warp_bases=_warp_row_bases(num_warps, 3),
         block_bases=[],
-        shape=[block_n, 8, 4],
+        shape=[block_n, 8, per_word],
     )
+
+
+@gluon.jit
+def _two_words(asm: gl.constexpr, words):
+    """An asm that turns each 32-bit word into two."""
+    return gl.inline_asm_elementwise(
+        asm=asm, constraints="=r,=r,r", args=[words], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
+    )
+
+
+@gluon.jit
+def _as_operand(low, high, BLOCK_N: gl.constexpr, PER_WORD: gl.constexpr, layout: gl.constexpr):
+    """Words [rows, quad] of a thread's A fragment, `low` for words q and `high` for 4 + q -> the A operand
+    [rows, 8 * PER_WORD], PER_WORD elements a word (4: fp8, 2: fp16): the same registers, reinterpreted (no data
+    moves)."""
+    words = gl.join(low, high).permute((0, 2, 1)).reshape([BLOCK_N, 8])  # word 4h + q
+    packed: gl.constexpr = _packed_layout(BLOCK_N, gl.num_warps(), PER_WORD)
+    words = gl.convert_layout(words, gl.SliceLayout(2, packed))
+    as_elements = gl.expand_dims(words, 2).broadcast_to([BLOCK_N, 8, PER_WORD])
+    if PER_WORD == 4:
+        values = gl.inline_asm_elementwise(
+            asm="mov.b32 $0, $1;", constraints="=r,r,r,r,r", args=[as_elements], dtype=gl.float8e4nv, is_pure=True,
+            pack=4,
+        )  # fmt: skip
+    else:
+        values = gl.inline_asm_elementwise(
+            asm="mov.b32 $0, $1;", constraints="=r,r,r", args=[as_elements], dtype=gl.float16, is_pure=True, pack=2
+        )  # the word, read as its elements
+    return gl.convert_layout(values.reshape([BLOCK_N, 8 * PER_WORD]), layout)
 
 
 @gluon.jit
 def _a_operand(words, BLOCK_N: gl.constexpr, a_layout: gl.constexpr, SPREAD: gl.constexpr):
     """Packed words [rows, quad] of one 32-wide K block -> its fp8 weights [rows, 32] as wgmma's register operand."""
     asm: gl.constexpr = _SPREAD_TO_E4M3_ASM if SPREAD else _E2M1_TO_E4M3_ASM
-    lo, hi = gl.inline_asm_elementwise(
-        asm=asm, constraints="=r,=r,r", args=[words], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
-    )  # K = 4q + i and 16 + 4q + i
-    fp8_words = gl.join(lo, hi).permute((0, 2, 1)).reshape([BLOCK_N, 8])  # word 4h + q holds K = 16h + 4q + i
-    bytes_layout: gl.constexpr = _fp8_bytes_layout(BLOCK_N, gl.num_warps())
-    fp8_words = gl.convert_layout(fp8_words, gl.SliceLayout(2, bytes_layout))  # the same registers: no data moves
-    as_bytes = gl.expand_dims(fp8_words, 2).broadcast_to([BLOCK_N, 8, 4])
-    fp8 = gl.inline_asm_elementwise(
-        asm="mov.b32 $0, $1;", constraints="=r,r,r,r,r", args=[as_bytes], dtype=gl.float8e4nv, is_pure=True, pack=4
-    )  # the word, read as its 4 bytes
-    return gl.convert_layout(fp8.reshape([BLOCK_N, 32]), a_layout)  # no data moves either
+    lo, hi = _two_words(asm, words)  # e4m3 bytes of K = 4q + i and 16 + 4q + i
+    return _as_operand(lo, hi, BLOCK_N, 4, a_layout)
 
 
 # Two e4m3 bytes -> an fp16 pair (exact: every e4m3 value is an fp16 value), for each half of a word.
@@ -285,46 +303,14 @@ cvt.rn.f16x2.e4m3x2 $1, high;
 """)
 
 
-@gluon.constexpr_function
-def _f16_pairs_layout(block_n, num_warps):
-    """[row, fp16 pair, element] with K = 2 * pair + element: once reshaped to [row, 16], wgmma's fp16 A layout
-    (the thread of lane quad q holds K = 2q, 2q + 1 and 8 + 2q, 9 + 2q of rows r and r + 8)."""
-    return gl.DistributedLinearLayout(
-        reg_bases=[[0, 0, 1], [0, 4, 0], [8, 0, 0]],
-        lane_bases=[[0, 1, 0], [0, 2, 0], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
-        warp_bases=_warp_row_bases(num_warps, 3),
-        block_bases=[],
-        shape=[block_n, 8, 2],
-    )
-
-
-@gluon.jit
-def _f16_operand(low, high, BLOCK_N: gl.constexpr, a16_layout: gl.constexpr):
-    """fp16 pairs [rows, quad] for K = 2q + l (low) and 8 + 2q + l (high) -> the fp16 A operand [rows, 16]."""
-    pairs = gl.join(low, high).permute((0, 2, 1)).reshape([BLOCK_N, 8])  # pair 4j + q holds K = 8j + 2q + l
-    pairs_layout: gl.constexpr = _f16_pairs_layout(BLOCK_N, gl.num_warps())
-    pairs = gl.convert_layout(pairs, gl.SliceLayout(2, pairs_layout))
-    as_halves = gl.expand_dims(pairs, 2).broadcast_to([BLOCK_N, 8, 2])
-    f16 = gl.inline_asm_elementwise(
-        asm="mov.b32 $0, $1;", constraints="=r,r,r", args=[as_halves], dtype=gl.float16, is_pure=True, pack=2
-    )
-    return gl.convert_layout(f16.reshape([BLOCK_N, 16]), a16_layout)
-
-
 @gluon.jit
 def _a_operands_f16(words, BLOCK_N: gl.constexpr, a16_layout: gl.constexpr):
     """Packed words [rows, quad] of one 32-wide K block (fp16 layout of prepare_weights) -> its weights as two fp16
     A operands [rows, 16], K 0..15 and 16..31 of the block."""
-    lo, hi = gl.inline_asm_elementwise(
-        asm=_E2M1_TO_E4M3_ASM, constraints="=r,=r,r", args=[words], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
-    )  # e4m3 bytes of K = 2q + l, 8 + 2q + l (lo) and 16 + the same (hi)
-    lo0, lo1 = gl.inline_asm_elementwise(
-        asm=_E4M3_TO_F16_ASM, constraints="=r,=r,r", args=[lo], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
-    )
-    hi0, hi1 = gl.inline_asm_elementwise(
-        asm=_E4M3_TO_F16_ASM, constraints="=r,=r,r", args=[hi], dtype=(gl.int32, gl.int32), is_pure=True, pack=1
-    )
-    return _f16_operand(lo0, lo1, BLOCK_N, a16_layout), _f16_operand(hi0, hi1, BLOCK_N, a16_layout)
+    lo, hi = _two_words(_E2M1_TO_E4M3_ASM, words)  # e4m3 bytes of K = 2q + l, 8 + 2q + l (lo), 16 + those (hi)
+    lo0, lo1 = _two_words(_E4M3_TO_F16_ASM, lo)  # fp16 pairs of K = 2q + l | 8 + 2q + l
+    hi0, hi1 = _two_words(_E4M3_TO_F16_ASM, hi)
+    return _as_operand(lo0, lo1, BLOCK_N, 2, a16_layout), _as_operand(hi0, hi1, BLOCK_N, 2, a16_layout)
 
 
 @gluon.jit

@@ -129,6 +129,12 @@ def decode_e8m0(scales: torch.Tensor, dtype: torch.dtype = torch.float32) -> tor
     return torch.where(scales == E8M0_NAN, torch.nan, out).to(dtype)
 
 
+def refuse_nan_scales(w: MXFP4Weights) -> None:
+    """The kernels' weight preparation: e8m0 255 (NaN) has no kernel encoding, a ValueError before any layout."""
+    if (w.scales == E8M0_NAN).any():
+        raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
+
+
 def dequantize_mxfp4(w: MXFP4Weights, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """MXFP4Weights -> [E, K, N] in `dtype` (float32 or float64; both exact)."""
     table = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=dtype, device=w.device)
