@@ -14,7 +14,6 @@ Two ways to call it, both on the same Problem the kernel gets:
 from __future__ import annotations
 
 import functools
-import weakref
 from dataclasses import dataclass
 
 import torch
@@ -50,9 +49,24 @@ class PeerCall:
         return self.actual_scale * E4M3_MAX
 
 
-# (id of a model's MXFP4Weights, num_warps) -> (weak reference to them, swizzled values, swizzled scales): the last
-# swizzle, so that a run over the batch ladder converts a model's weights once per num_warps rather than per case.
-_SWIZZLED: dict = {}
+def _peer_view(weights):
+    """matmul_ogs takes MXFP4 as [E, K/2, N] packed along K (mx_axis=1): transposed views of our [E, N, K/2]."""
+    return weights.codes.transpose(1, 2), weights.scales.transpose(1, 2)
+
+
+@functools.lru_cache(maxsize=2)  # one model at both num_warps: a run over the batch ladder swizzles it twice
+def _hopper_swizzle(weights, num_warps: int):
+    """A model's MXFP4 weights in the peer's fast Hopper layouts (values, scales)."""
+    from triton_kernels.tensor import FP4, convert_layout, wrap_torch_tensor
+    from triton_kernels.tensor_details import layout
+
+    codes, scales = _peer_view(weights)
+    value_layout, value_opts = layout.make_default_matmul_mxfp4_w_layout(mx_axis=1)
+    scale_layout, scale_opts = layout.make_default_matmul_mxfp4_w_scale_layout(mx_axis=1, num_warps=num_warps)
+    return (
+        convert_layout(wrap_torch_tensor(codes, dtype=FP4), value_layout, **value_opts),
+        convert_layout(wrap_torch_tensor(scales), scale_layout, **scale_opts),
+    )
 
 
 def prepare(problem: Problem, variant: str = "fp8x", num_warps: int = 4) -> PeerCall:
@@ -67,28 +81,15 @@ def prepare(problem: Problem, variant: str = "fp8x", num_warps: int = 4) -> Peer
     )
     from triton_kernels.numerics import InFlexData, OutFlexData
     from triton_kernels.swiglu import swiglu_fn
-    from triton_kernels.tensor import FP4, convert_layout, make_ragged_tensor_metadata, wrap_torch_tensor
-    from triton_kernels.tensor_details import layout
+    from triton_kernels.tensor import FP4, make_ragged_tensor_metadata, wrap_torch_tensor
 
     model, routing = problem.case.model, problem.routing
-    # matmul_ogs takes MXFP4 as [E, K/2, N] packed along K (mx_axis=1): a transposed view of our [E, N, K/2].
-    codes = problem.params.weights.codes.transpose(1, 2)
-    scales = problem.params.weights.scales.transpose(1, 2)
     if variant == "fp8x":
+        codes, scales = _peer_view(problem.params.weights)
         w, w_scale = wrap_torch_tensor(codes, dtype=FP4), wrap_torch_tensor(scales)
         x, lhs = problem.x, InFlexData(dtype=torch.float8_e4m3fn, scale=problem.x_scale)
     elif variant == "bf16x":
-        key = (id(problem.params.weights), num_warps)
-        cached = _SWIZZLED.get(key)
-        if cached is None or cached[0]() is not problem.params.weights:  # once per model and num_warps
-            value_layout, value_opts = layout.make_default_matmul_mxfp4_w_layout(mx_axis=1)
-            scale_layout, scale_opts = layout.make_default_matmul_mxfp4_w_scale_layout(mx_axis=1, num_warps=num_warps)
-            w = convert_layout(wrap_torch_tensor(codes, dtype=FP4), value_layout, **value_opts)
-            w_scale = convert_layout(wrap_torch_tensor(scales), scale_layout, **scale_opts)
-            for stale in [k for k, v in _SWIZZLED.items() if v[0]() is not problem.params.weights]:
-                del _SWIZZLED[stale]  # one model's weights at a time (both num_warps): 141 MB each
-            cached = _SWIZZLED[key] = (weakref.ref(problem.params.weights), w, w_scale)
-        _, w, w_scale = cached
+        w, w_scale = _hopper_swizzle(problem.params.weights, num_warps)
         x, lhs = (problem.x.to(torch.float32) * problem.x_scale).to(torch.bfloat16), InFlexData()
     else:
         raise ValueError(f"variant must be 'fp8x' or 'bf16x', got {variant!r}")

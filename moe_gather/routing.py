@@ -103,7 +103,7 @@ class RaggedMetadata:
             small_bound = min(max_blocks(n, tokens, small_m), n * -(-split_at // small_m))
             self._buckets[key] = (
                 _tile(torch.where(small, self.slice_sizes, 0), small_m, small_bound, tokens)[1],
-                _tile(torch.where(small, 0, self.slice_sizes), large_m, few + (tokens - few) // large_m, tokens)[1],
+                _tile(torch.where(small, 0, self.slice_sizes), large_m, max_blocks(few, tokens, large_m), tokens)[1],
             )
         return self._buckets[key]
 
