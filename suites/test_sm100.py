@@ -3,12 +3,11 @@ config with the shared- and tensor-memory budgets. No Blackwell GPU exists here:
 executed, until a Blackwell runner runs the nightly workflow (README, "Hardware")."""
 
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
 import triton
+from _ptxas import ptxas_report
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
@@ -77,9 +76,6 @@ def compile_sm100(config, n=5760, k=2880, experts=16):
     return triton.compile(src, target=GPUTarget("cuda", 100, 32), options=options)
 
 
-PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas-blackwell"
-
-
 @pytest.mark.parametrize("config", [c for _, c in _sm100.CONFIGS], ids=lambda c: f"m{c.block_m}-n{c.block_n}")
 def test_every_config_compiles_for_sm100a_within_the_budgets(config, record_property, tmp_path):
     kernel = compile_sm100(config)
@@ -88,11 +84,7 @@ def test_every_config_compiles_for_sm100a_within_the_budgets(config, record_prop
     assert "tcgen05.cp.cta_group::1.warpx4.32x128b" in ptx  # scales into tensor memory
     assert re.search(r"cp\.async\.bulk\.tensor\.2d\.tile::gather4", ptx)  # the fused gather of x rows
     assert "setmaxnreg" in ptx  # warp specialization with register budgets
-    (tmp_path / "k.ptx").write_text(ptx)
-    report = subprocess.run(
-        [str(PTXAS), "-arch=sm_100a", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
-        capture_output=True, text=True, check=True,
-    ).stderr  # fmt: skip
+    report = ptxas_report(ptx, "sm_100a", tmp_path)
     assert not re.search(r"[1-9]\d* bytes spill", report), report
     shared, tmem = kernel.metadata.shared, kernel.metadata.tmem_size
     record_property("resources", f"shared {shared} B x {config.occupancy}, tensor memory {tmem} columns")

@@ -1,12 +1,11 @@
 """The sm_90a kernel on the CPU: its weight layout against the exact dequantization, and its compilation."""
 
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
 import triton
+from _ptxas import ptxas_report
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 
@@ -67,7 +66,6 @@ SIGNATURE = {
     "F16": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
-PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 
 
 def compile_sm90(config, k=2880, n=5760, spread=False, f16=False):
@@ -90,11 +88,7 @@ def test_every_config_compiles_for_sm90a_without_spills(config, path, tmp_path):
     mma = ".f16.f16" if path == "f16" else ".e4m3.e4m3"  # fp8 wgmma, or fp16 for widely spread scales
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
     assert "cp.async.cg.shared.global" in ptx
-    (tmp_path / "k.ptx").write_text(ptx)
-    report = subprocess.run(
-        [str(PTXAS), "-arch=sm_90a", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
-        capture_output=True, text=True, check=True,
-    ).stderr  # fmt: skip
+    report = ptxas_report(ptx, "sm_90a", tmp_path)
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
     assert spills and spills.groups() == ("0", "0"), report
     assert kernel.metadata.shared <= 227 * 1024
