@@ -1,6 +1,7 @@
-"""The kernel on the hard inputs of issue 3: scales spread widely within a weight row, x near +-448, an out scale that
-saturates, empty local experts, one expert taking every row, a shard with no rows. Each against the golden reference
-with the kernel's tolerance; small gpt-oss-shaped problems (K = 2880, N = 5760) on the GPU."""
+"""The kernel on the hard inputs of issues 3 and 6: scales spread widely within a weight row, x near +-448, NaN and
+Inf inputs, an out scale that saturates, empty local experts, one expert taking every row, a shard with no rows.
+Each against the golden reference with the kernel's tolerance; small gpt-oss-shaped problems (K = 2880, N = 5760)
+on the GPU."""
 
 import dataclasses
 
@@ -65,6 +66,20 @@ def test_x_near_448(params):
         torch.randint(0, 4, problem.x.shape, generator=g, device="cuda")
     ]
     _check(dataclasses.replace(problem, x=(sign * mag).to(torch.float8_e4m3fn)), "x near +-448")
+
+
+def test_nan_and_inf_inputs_behave_as_the_reference(params):
+    """NaN x elements (e4m3fn has no Inf); bias NaN, +Inf on a gate (clamped to limit), -Inf on a gate (NaN: -Inf *
+    sigmoid(-Inf)) and on a linear column (clamped): the outputs match the golden reference's, NaN in place."""
+    problem = _problem(params)
+    x = problem.x.clone()
+    x.view(torch.uint8)[problem.routing.gather_indx[:3].long(), 7] = 0x7F  # NaN in three gathered rows
+    bias = params.bias.clone()
+    bias[0, 0], bias[1, 2], bias[2, 4], bias[3, 9] = float("nan"), float("inf"), float("-inf"), float("-inf")
+    problem = dataclasses.replace(problem, x=x, params=ExpertParams(params.weights, bias))
+    ref = reference_for(problem).out.float()
+    assert ref.isnan().any()  # the case holds NaN outputs to match
+    _check(problem, "NaN and Inf inputs")
 
 
 def test_out_scale_that_saturates(params):
