@@ -8,6 +8,7 @@
 #   bash tools/device_agenda.sh sanitize   # compute-sanitizer memcheck, racecheck, synccheck, one case per config
 #   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
 #   bash tools/device_agenda.sh split      # the two-launch plan for skewed routing against the table (issue 3)
+#   bash tools/device_agenda.sh large      # block_m 64 and 128 variants on large cases (issue 3)
 #   bash tools/device_agenda.sh spread     # the bit-spread weight encoding: all 192 cases, then the 96-case table
 # Run from the repository root with triton_kernels copied into .peers/ (README, "The peer").
 set -uo pipefail
@@ -49,10 +50,12 @@ case "${1:-}" in
   split) python3 tools/sweep_sm90.py --split --json "$OUT/split.json" \
            --cases zipf-bs128,zipf-bs160,zipf-bs1792,zipf-bs3584,zipf-bs8192,uniform-bs128,uniform-bs1024,uniform-bs8192 \
            2>&1 | tee "$OUT/split.log" | tail -40 ;;
+  large) python3 tools/sweep_sm90.py --block-m 64,128 --json "$OUT/large.json" \
+           --cases uniform-bs4096,zipf-bs16384,uniform-bs31744 2>&1 | tee "$OUT/large.log" | tail -40 ;;
   spread)
     MOE_GATHER_SM90_SPREAD=1 python3 -m pytest suites/test_kernel.py suites/test_kernel_edges.py --gpu hopper \
       --model all -q -p no:cacheprovider 2>&1 | tee "$OUT/spread_suite.log" | tail -3
     MOE_GATHER_SM90_SPREAD=1 python3 -m moe_gather bench --json "$OUT/spread_bench.json" 2>&1 \
       | tee "$OUT/spread_bench.log" | tail -3 ;;
-  *) sed -n '2,13p' "$0"; exit 2 ;;
+  *) sed -n '2,14p' "$0"; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 """Sweep sm90 kernel configs on a few cases: bitwise agreement with the golden reference and time, per config.
 
-    python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--json out.json] [--split]
+    python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--json out.json] [--split] [--block-m 64,128]
 
 Each config is forced through moe_bmm1(config=...); one line per (case, config).
 """
@@ -20,11 +20,11 @@ from moe_gather.reference import assert_close, compare_fp8
 DEFAULT_CASES = "uniform-bs128,zipf-bs1024,zipf-bs2048,uniform-bs1024,uniform-bs8192,zipf-bs16384,uniform-bs31744"
 
 
-def variants():
+def variants(block_ms=(8, 16, 32, 64, 128)):
     """Token-tile sizes 8..128 with one or two warpgroups, 3 to 8 stages, register caps for the large tiles."""
     seen = set()
     for c in sorted({c for _, c in CONFIGS}, key=str):
-        for m in (8, 16, 32, 64, 128):
+        for m in block_ms:
             for warps in (4, 8):
                 for buffers in (4, 8) if m <= 32 else (3, 4):
                     v = replace(c, block_m=m, num_warps=warps, num_buffers=buffers)
@@ -51,17 +51,19 @@ def main():
     parser.add_argument("--cases", default=DEFAULT_CASES)
     parser.add_argument("--json", default=None)
     parser.add_argument("--split", action="store_true", help="the table's choice against the split_at variants")
+    parser.add_argument("--block-m", default="8,16,32,64,128", help="token-tile sizes to sweep (without --split)")
     args = parser.parse_args()
     model = MODELS["gpt-oss-120b"]
     params = make_expert_params(model, "cuda")
     weights = bmm1.prepare_weights(params.weights)
+    block_ms = tuple(int(m) for m in args.block_m.split(","))
     rows = []
     for name in args.cases.split(","):
         routing, batch = name.split("-bs")
         problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
         ref = reference_for(problem).out
         table_choice = bmm1.select_config(problem.routing.ragged.expected_slice_size)
-        for config in (table_choice, *split_variants()) if args.split else variants():
+        for config in (table_choice, *split_variants()) if args.split else variants(block_ms):
 
             def call(config=config, problem=problem):
                 return bmm1.run_problem(problem, weights, config=config)
