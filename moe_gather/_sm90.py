@@ -18,7 +18,7 @@ bias, SwiGLU, 1/out_scale and the fp8 rounding follow in the epilogue.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import triton
@@ -53,16 +53,17 @@ class Sm90Weights(ExpertShape):
     words: torch.Tensor  # uint8 [E, N, cdiv(K, 64) * 32]: codes re-packed, zero past K
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
-    spread: bool = False  # the bit-spread encoding (prepare_weights), an experiment until measured on the H200
+    spread: bool = True  # the bit-spread encoding (prepare_weights); False: the byte-permute table encoding
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
 
     _leading = "words"
 
 
-SPREAD_ENV = "MOE_GATHER_SM90_SPREAD"  # "1": prepare_weights uses the bit-spread encoding
+SPREAD_ENV = "MOE_GATHER_SM90_SPREAD"  # "0": prepare_weights uses the table encoding (A/B runs; default spread)
 
 
 F16_SPREAD = 16  # binades between a row's largest and smallest nonzero block scale above which fp16 wgmma is used
+F16_MAX_BLOCK_M = 64  # the fp16 path's largest tile (block_m 128 spills: two k16 partials per block)
 
 
 def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | None = None) -> Sm90Weights:
@@ -75,12 +76,13 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4), half 1's at bit 8i + 7.
     Scales: [E, K tile, N, block of the tile], so that one K tile's scales for a block of rows are contiguous.
 
-    `spread` (default: the MOE_GATHER_SM90_SPREAD environment variable): the codes' bits sit where an e4m3 byte has
+    `spread` (default, unless the fp16 path takes the weights or MOE_GATHER_SM90_SPREAD is "0"; 7% faster in
+    geometric mean over the 96 cases on the H200, results/NOTES_sm90.md): the codes' bits sit where an e4m3 byte has
     them instead: code (s, e1, e0, m) as the byte s << 7 | e1 << 4 | e0 << 3 | m << 2 is the e4m3 value of the e2m1
     value times 2 ** -6, exactly (e2m1's exponent 0 lands on e4m3's subnormals). Half 0's byte i holds bits 7, 4, 3,
     2 of byte i (one AND yields its fp8 word); half 1 sits in bits 5, 6, 1, 0 (s, e1, e0, m), which two shifts and
     two logic ops move onto 7, 4, 3, 2. Five instructions per 8 values instead of eight; the kernel multiplies the
-    accumulator by 2 ** 6 at the end.
+    accumulator by 2 ** 6 at the end. Otherwise magnitudes are selectors of a byte-permute table (below).
 
     `f16` (default: whether some row's nonzero block scales span more than F16_SPREAD binades): the kernel runs fp16
     wgmma instead (weights and x are exact in fp16; it accumulates each 32-block in fp32 where fp8 wgmma keeps ~13
@@ -93,7 +95,7 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     if f16 and spread:
         raise ValueError("prepare_weights: the fp16 path and the bit-spread encoding do not combine")
     if spread is None:  # the environment's choice, where the fp16 path does not take the weights
-        spread = not f16 and os.environ.get(SPREAD_ENV) == "1"
+        spread = not f16 and os.environ.get(SPREAD_ENV) != "0"
     refuse_nan_scales(w)
     e, n, k = w.num_experts, w.codes.shape[1], w.k
     chunks, tiles = triton.cdiv(k, CHUNK_K), triton.cdiv(k, TILE_K)
@@ -166,17 +168,26 @@ class Sm90Config:
     def block_n(self) -> int:  # weight rows per tile
         return 16 * self.num_warps
 
+    @property
+    def tiles(self) -> tuple[tuple[int, int], ...]:
+        """(block_m, num_buffers) of each launch: the small tiles' and, with split_at, the large ones'."""
+        small = (self.block_m, self.num_buffers)
+        return (small, (self.large_block_m, self.large_num_buffers)) if self.split_at else (small,)
+
 
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
-# From the sweep on the H200 (results/sm90_sweep_h200.md, 2026-11-30): a tile's cost is its weight conversion plus
-# its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice
-# wins until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. block_m=128 (1225 us against
-# 1310 us at 15.8k tokens) needs 255 registers and spills, so it stays out of the table.
+# From the sweeps on the H200 (results/sm90_sweep_h200.md): a tile's cost is its weight conversion plus its
+# promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice wins
+# until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. Small tiles send slices of over
+# 64 rows (zipf's hot experts) to a second launch of 64-row tiles: zipf-bs128 76 -> 60 us, uniform +2 us (the empty
+# launch). block_m 128 wins once slices hold ~8 of its tiles (1191 against 1262 us at 15.8k tokens, 279 against
+# 216 us at 2k); 128 registers let 4 programs of block_m 64 share a multiprocessor (216 against 224 us at 2k).
 CONFIGS = (
-    (8, Sm90Config(block_m=8, num_buffers=8, num_warps=4)),
-    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4)),
+    (8, Sm90Config(block_m=8, num_buffers=8, num_warps=4, split_at=64)),
+    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4, split_at=64)),
     (64, Sm90Config(block_m=32, num_buffers=4, num_warps=4)),
-    (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4)),
+    (511, Sm90Config(block_m=64, num_buffers=4, num_warps=4, maxnreg=128)),
+    (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=4)),
 )
 
 
@@ -476,15 +487,16 @@ def _bmm1_sm90_kernel(
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged.expected_slice_size)
+    if w.f16 and config.block_m > F16_MAX_BLOCK_M:
+        config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
     if w.n % config.block_n:
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
     if config.split_at:
-        small, large = ragged.bucket_schedules(gather_indx.shape[0], config.split_at, config.block_m,
-                                               config.large_block_m)  # fmt: skip
-        plan = ((config.block_m, config.num_buffers, small), (config.large_block_m, config.large_num_buffers, large))
+        schedules = ragged.bucket_schedules(gather_indx.shape[0], config.split_at, config.block_m,
+                                            config.large_block_m)  # fmt: skip
     else:
-        plan = ((config.block_m, config.num_buffers, ragged.block_schedule[config.block_m]),)
-    for block_m, num_buffers, schedule in plan:
+        schedules = (ragged.block_schedule[config.block_m],)
+    for (block_m, num_buffers), schedule in zip(config.tiles, schedules, strict=True):
         if schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,

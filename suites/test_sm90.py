@@ -1,6 +1,7 @@
 """The sm_90a kernel on the CPU: its weight layout against the exact dequantization, and its compilation."""
 
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -68,22 +69,28 @@ SIGNATURE = {
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 
 
-def compile_sm90(config, k=2880, n=5760, spread=False, f16=False):
-    constexprs = {"K": k, "N": n, "BLOCK_M": config.block_m, "NUM_BUFFERS": config.num_buffers, "SPREAD": spread,
+def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0):
+    block_m, num_buffers = config.tiles[tile]
+    constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "SPREAD": spread and not f16,
                   "F16": f16}  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 
-@pytest.mark.parametrize(
-    ("config", "path"),
-    [(c, "fp8") for c in sorted({c for _, c in _sm90.CONFIGS}, key=str)]
-    + [(_sm90.CONFIGS[0][1], "spread"), (_sm90.CONFIGS[-1][1], "f16")],
-    ids=lambda v: str(v),
-)
-def test_every_config_compiles_for_sm90a_without_spills(config, path, tmp_path):
-    kernel = compile_sm90(config, spread=path == "spread", f16=path == "f16")
+def _launches():
+    """Every launch the table can make (each tile of each config) with the default encoding; the table encoding
+    (MOE_GATHER_SM90_SPREAD=0) and the fp16 path on the smallest and the largest tiles."""
+    configs = sorted({c for _, c in _sm90.CONFIGS}, key=str)
+    default = [(c, tile, "spread") for c in configs for tile in range(len(c.tiles))]
+    ends = (_sm90.CONFIGS[0][1], _sm90.CONFIGS[-1][1])
+    f16_largest = replace(ends[1], block_m=_sm90.F16_MAX_BLOCK_M)  # the launcher's cap for the fp16 path
+    return default + [(c, 0, "table") for c in ends] + [(c, 0, "f16") for c in (ends[0], f16_largest)]
+
+
+@pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
+def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_path):
+    kernel = compile_sm90(config, spread=path == "spread", f16=path == "f16", tile=tile)
     ptx = kernel.asm["ptx"]
     mma = ".f16.f16" if path == "f16" else ".e4m3.e4m3"  # fp8 wgmma, or fp16 for widely spread scales
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
@@ -94,27 +101,44 @@ def test_every_config_compiles_for_sm90a_without_spills(config, path, tmp_path):
     assert kernel.metadata.shared <= 227 * 1024
 
 
-def test_split_config_launches_each_bucket_with_its_tile(monkeypatch):
-    """The launcher's plan on the CPU (the kernel replaced by a recorder): split_at sends the hot slice to a second
-    launch tiled by large_block_m; each launch's grid is its schedule times the column blocks."""
-    from moe_gather.routing import make_ragged_metadata
-
+@pytest.fixture
+def recorded_launches(monkeypatch):
+    """The launcher's plan on the CPU: the kernel replaced by a recorder of (grid, schedule, BLOCK_M, NUM_BUFFERS,
+    F16)."""
     launches = []
 
     class Recorder:
         def __getitem__(self, grid):
-            return lambda *args, **kw: launches.append((grid, args[7], kw["BLOCK_M"], kw["NUM_BUFFERS"]))
+            return lambda *a, **kw: launches.append((grid, a[7], kw["BLOCK_M"], kw["NUM_BUFFERS"], kw["F16"]))
 
     monkeypatch.setattr(_sm90, "_bmm1_sm90_kernel", Recorder())
-    sizes = [126, 38, 6, 4, 0]
+    return launches
+
+
+def _launch(w, sizes, config):
+    from moe_gather.routing import make_ragged_metadata
+
     ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 4)
-    w = _sm90.prepare_weights(_random_weights(e=5, n=128, k=64))
     gather = torch.zeros(sum(sizes), dtype=torch.int32)
-    config = _sm90.Sm90Config(block_m=8, num_buffers=8, num_warps=4, split_at=16, large_block_m=64)
     _sm90.launch(None, w, None, gather, ragged, None, None, 1.0, 1.0, None, config)
-    (grid_s, small, m_s, b_s), (grid_l, large, m_l, b_l) = launches
+
+
+def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):
+    """split_at sends the hot slice to a second launch tiled by large_block_m; each launch's grid is its schedule
+    times the column blocks."""
+    config = _sm90.Sm90Config(block_m=8, num_buffers=8, num_warps=4, split_at=16, large_block_m=64)
+    _launch(_sm90.prepare_weights(_random_weights(e=5, n=128, k=64)), [126, 38, 6, 4, 0], config)
+    (grid_s, small, m_s, b_s, _), (grid_l, large, m_l, b_l, _) = recorded_launches
     assert (m_s, b_s, m_l, b_l) == (8, 8, 64, 4)
     assert grid_s == (small.numel() * 2,) and grid_l == (large.numel() * 2,)  # N = 128: two 64-row blocks
     used = lambda s: sorted(v for v in s.tolist() if v >= 0)
     assert used(small) == [2, 3]  # the two light slices, one 8-row tile each
     assert used(large) == sorted([0, 1 << 16, 1])  # the hot slice in two 64-row tiles, the 38-row one in one
+
+
+def test_fp16_path_caps_the_tile_at_its_largest_spill_free_size(recorded_launches):
+    w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=64), f16=True)
+    _launch(w, [200, 56], _sm90.Sm90Config(block_m=128, num_buffers=4, num_warps=4))
+    ((_, schedule, block_m, _, f16),) = recorded_launches
+    assert (block_m, f16) == (_sm90.F16_MAX_BLOCK_M, True)
+    assert sorted(v for v in schedule.tolist() if v >= 0) == sorted([0, 1 << 16, 2 << 16, 3 << 16, 1])  # 64 rows
