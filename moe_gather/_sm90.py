@@ -178,16 +178,16 @@ class Sm90Config:
 # expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
 # From the sweeps on the H200 (results/sm90_sweep_h200.md): a tile's cost is its weight conversion plus its
 # promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice wins
-# until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. Small tiles send slices of over
-# 64 rows (zipf's hot experts) to a second launch of 64-row tiles: zipf-bs128 76 -> 60 us, uniform +2 us (the empty
-# launch). block_m 128 wins once slices hold ~8 of its tiles (1191 against 1262 us at 15.8k tokens, 279 against
-# 216 us at 2k); 128 registers let 4 programs of block_m 64 share a multiprocessor (216 against 224 us at 2k).
+# until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. 128 registers let 4 programs of
+# block_m 64 share a multiprocessor (216 against 224 us at 2k tokens). Measured and left out (NOTES_sm90.md, the
+# 96-case runs of 2026-11-30): block_m 128 (faster at 15.8k uniform tokens only, up to 1.6x slower elsewhere) and
+# split_at 64 on the small tiles (zipf-bs128 66 -> 54 us, but zipf-bs320 44 -> 69 us: a hot slice of a few 64-row
+# tiles runs its whole K on few programs).
 CONFIGS = (
-    (8, Sm90Config(block_m=8, num_buffers=8, num_warps=4, split_at=64)),
-    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4, split_at=64)),
+    (8, Sm90Config(block_m=8, num_buffers=8, num_warps=4)),
+    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4)),
     (64, Sm90Config(block_m=32, num_buffers=4, num_warps=4)),
-    (511, Sm90Config(block_m=64, num_buffers=4, num_warps=4, maxnreg=128)),
-    (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=4)),
+    (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4, maxnreg=128)),
 )
 
 
