@@ -112,8 +112,9 @@ TENSOR_MEMORY_COLUMNS = 512
 FORCE_ENV = "MOE_GATHER_SM100_FORCE"
 
 
-def select_config(expected_slice_size: int) -> Sm100Config:
-    return choose(CONFIGS, expected_slice_size, FORCE_ENV, "sm100")
+def select_config(ragged) -> Sm100Config:
+    """The seed's key: the global expected slice size (batch * top_k / num_experts); never measured here."""
+    return choose(CONFIGS, ragged.expected_slice_size, FORCE_ENV, "sm100")
 
 
 @aggregate
@@ -351,7 +352,7 @@ def _descriptors(x, w: Sm100Weights, config: Sm100Config):
 
 def launch(x, w: Sm100Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1."""
-    config = config or select_config(ragged.expected_slice_size)
+    config = config or select_config(ragged)
     if w.n % config.block_n:
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
     schedule = ragged.block_schedule[config.block_m]

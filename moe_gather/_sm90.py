@@ -194,8 +194,9 @@ CONFIGS = (
 FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides fields of every choice (tests, sweeps)
 
 
-def select_config(expected_slice_size: int) -> Sm90Config:
-    return choose(CONFIGS, expected_slice_size, FORCE_ENV, "sm90")
+def select_config(ragged) -> Sm90Config:
+    """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size)."""
+    return choose(CONFIGS, ragged.local_slice_size, FORCE_ENV, "sm90")
 
 
 # 8 e2m1 codes of a re-packed word -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
@@ -486,7 +487,7 @@ def _bmm1_sm90_kernel(
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
-    config = config or select_config(ragged.expected_slice_size)
+    config = config or select_config(ragged)
     if w.f16 and config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
     if w.n % config.block_n:

@@ -1,4 +1,4 @@
-"""Config tables of the kernels: expected slice size (rows per expert) -> config, first match wins."""
+"""Config tables of the kernels: rows per slice (each kernel says which estimate) -> config, first match wins."""
 
 import os
 from dataclasses import replace
@@ -6,12 +6,12 @@ from dataclasses import replace
 PRINT_ENV = "MOE_GATHER_PRINT_CONFIG"  # "1": print each choice
 
 
-def choose(table, expected_slice_size: int, force_env: str, arch: str):
-    """The table's config for `expected_slice_size`; `force_env` (e.g. "block_m=16,num_buffers=2") overrides fields
+def choose(table, slice_size: int, force_env: str, arch: str):
+    """The table's config for `slice_size`; `force_env` (e.g. "block_m=16,num_buffers=2") overrides fields
     of every choice, for tests and sweeps."""
-    config = next(c for limit, c in table if expected_slice_size <= limit)
+    config = next(c for limit, c in table if slice_size <= limit)
     if forced := os.environ.get(force_env):
         config = replace(config, **{k: int(v) for k, v in (item.split("=") for item in forced.split(","))})
     if os.environ.get(PRINT_ENV):
-        print(f"moe_gather {arch}: expected_slice_size={expected_slice_size} -> {config}", flush=True)
+        print(f"moe_gather {arch}: slice_size={slice_size} -> {config}", flush=True)
     return config

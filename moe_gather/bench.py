@@ -39,7 +39,7 @@ def measure_ceilings() -> dict:
 
 def time_kernel(problem, weights, ceilings) -> dict:
     out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
-    config = bmm1.select_config(problem.routing.ragged.expected_slice_size)
+    config = bmm1.select_config(problem.routing.ragged)
 
     def kernel():
         bmm1.run_problem(problem, weights, out)
@@ -51,7 +51,7 @@ def time_kernel(problem, weights, ceilings) -> dict:
     return {
         "case": problem.case.id,
         "tokens": problem.tokens,
-        "active_experts": int((problem.routing.ragged.slice_sizes > 0).sum()),
+        "active_experts": problem.active_experts(),
         "us": seconds * 1e6,
         "tflops": problem.flops() / seconds / 1e12,
         "tbps": problem.bytes() / seconds / 1e12,
@@ -72,6 +72,21 @@ def time_peer(problem) -> float:
 
 def _geomean(values):
     return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def summarize(rows) -> dict:
+    """Geometric means over cases: % of roofline, and the speedup over the peer where it ran."""
+    speedups = [r["speedup"] for r in rows if "speedup" in r]
+    roofs = [r["pct_roof"] for r in rows]
+    summary = {"cases": len(rows), "geomean_pct_roof": _geomean(roofs), "min_pct_roof": min(roofs)}
+    if speedups:
+        summary |= {
+            "peer_cases": len(speedups),
+            "geomean_speedup": _geomean(speedups),
+            "min_speedup": min(speedups),
+            "cases_slower_than_peer": sum(s < 1 for s in speedups),
+        }
+    return summary
 
 
 def run(model: str, routings, batches, json_path: str | None, with_peer: bool = True):
@@ -109,16 +124,7 @@ def run(model: str, routings, batches, json_path: str | None, with_peer: bool = 
             f"{row['tflops']:>8.1f} {row['tbps']:>6.2f} {row['pct_roof']:>6.1%} "
             f"{row.get('peer_us', float('nan')):>8.1f} {row.get('speedup', float('nan')):>6.2f}"
         )
-    speedups = [r["speedup"] for r in rows if "speedup" in r]
-    roofs = [r["pct_roof"] for r in rows]
-    summary = {"cases": len(rows), "geomean_pct_roof": _geomean(roofs), "min_pct_roof": min(roofs)}
-    if speedups:
-        summary |= {
-            "peer_cases": len(speedups),
-            "geomean_speedup": _geomean(speedups),
-            "min_speedup": min(speedups),
-            "cases_slower_than_peer": sum(s < 1 for s in speedups),
-        }
+    summary = summarize(rows)
     print("summary:", json.dumps(summary), flush=True)
     if json_path:
         device = {"name": torch.cuda.get_device_name(), "capability": torch.cuda.get_device_capability()}

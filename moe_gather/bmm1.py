@@ -32,12 +32,13 @@ def _capability(device: torch.device) -> tuple[int, int]:
     return torch.cuda.get_device_capability(device)
 
 
-def select_config(expected_slice_size: int, capability: tuple[int, int] | None = None):
-    """The kernel config the call would choose on `capability` (default: the current GPU), for reports."""
+def select_config(ragged, capability: tuple[int, int] | None = None):
+    """The kernel config the call would choose for `ragged` (RaggedMetadata) on `capability` (default: the current
+    GPU), for reports."""
     capability = capability or _capability(torch.device("cuda"))
     if not has_kernel(capability):
         raise ValueError(f"no moe_gather kernel for compute capability {capability}")
-    return _KERNELS[capability[0]].select_config(expected_slice_size)
+    return _KERNELS[capability[0]].select_config(ragged)
 
 
 def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = None):
@@ -99,6 +100,8 @@ def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, a
     _check_tensor("ragged.slice_sizes", ragged.slice_sizes, torch.int32, 1)
     if ragged.n_slices != num_experts:
         raise ValueError(f"ragged has {ragged.n_slices} slices, weights {num_experts} experts")
+    if ragged.tokens != tokens:
+        raise ValueError(f"ragged was made for {ragged.tokens} rows, gather_indx has {tokens}")
     for name, scale in (("x_scale", x_scale), ("out_scale", out_scale)):
         _check_tensor(name, scale, torch.float32, 1)
         if scale.numel() != 1:

@@ -114,13 +114,15 @@ class Problem:
     def flops(self) -> int:
         return 2 * self.tokens * self.case.model.hidden * self.case.model.n
 
+    def active_experts(self) -> int:
+        return int((self.routing.ragged.slice_sizes > 0).sum())
+
     def bytes(self) -> int:
         """Fewest bytes moved (../shared/anchors.md): gathered x rows, each active expert's weights, scales and
         bias once, the fp8 output."""
         m = self.case.model
-        active = int((self.routing.ragged.slice_sizes > 0).sum())
         per_expert = m.hidden * m.n // 2 + m.hidden * m.n // 32 + 4 * m.n
-        return self.tokens * m.hidden + active * per_expert + self.tokens * m.n // 2
+        return self.tokens * m.hidden + self.active_experts() * per_expert + self.tokens * m.n // 2
 
 
 def make_problem(case: Case, device, params: ExpertParams | None = None) -> Problem:

@@ -56,10 +56,11 @@ def test_throughput(case, problem, gpu, kernel_weights, benchmark, throughput_ga
     roof = max(problem.bytes() / ceilings["read_bw"], problem.flops() / ceilings["fp8_flops"])
     record = {
         "name": request.node.name, "case": case.id, "model": case.model.name, "routing": case.routing,
-        "batch": case.batch, "tokens": problem.tokens, "us": median * 1e6, "tflops": problem.flops() / median / 1e12,
-        "tbps": problem.bytes() / median / 1e12, "pct_roof": roof / median,
-        "roof_tflops": problem.flops() / roof / 1e12,
-        "config": str(bmm1.select_config(problem.routing.ragged.expected_slice_size)),
+        "batch": case.batch, "tokens": problem.tokens, "active_experts": problem.active_experts(),
+        "us": median * 1e6, "tflops": problem.flops() / median / 1e12, "tbps": problem.bytes() / median / 1e12,
+        "pct_roof": roof / median, "roof_tflops": problem.flops() / roof / 1e12,
+        "read_bw": ceilings["read_bw"], "fp8_flops": ceilings["fp8_flops"],
+        "config": str(bmm1.select_config(problem.routing.ragged)),
     }  # fmt: skip
     if peer.available():
         call = peer.prepare(problem, "bf16x", num_warps=4 if case.batch <= 512 else 8)

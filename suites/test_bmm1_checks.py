@@ -50,6 +50,7 @@ BAD = {
     "gather ndim": ({"gather_indx": torch.zeros(2, 3, dtype=torch.int32)}, "gather_indx must have 1 dimension"),
     "ragged type": ({"ragged": torch.tensor([4, 2])}, "ragged must be RaggedMetadata"),
     "ragged slices": ({"ragged": make_ragged_metadata(torch.tensor([6], dtype=torch.int32), 6, 3)}, "1 slices"),
+    "ragged rows": ({"ragged": make_ragged_metadata(torch.tensor([4, 3], dtype=torch.int32), 7, 3)}, "for 7 rows"),
     "x_scale dtype": ({"x_scale": torch.ones(1, dtype=torch.float64)}, "x_scale must be torch.float32"),
     "out_scale size": ({"out_scale": torch.ones(2)}, "out_scale must hold one element"),
     "alpha nan": ({"alpha": float("nan")}, "alpha must be a finite number"),

@@ -62,6 +62,18 @@ def test_gathered_rows_are_exactly_the_local_routes(routing, shard):
     assert sum(sizes) == r.tokens == len(want)
     assert r.ragged.slice_offs.tolist() == [sum(sizes[:i]) for i in range(len(sizes) + 1)]
     assert r.ragged.expected_slice_size == 2048 * 4 // 128
+    assert r.ragged.local_slice_size == -(-r.tokens // 16)
+
+
+def test_sm90_keys_its_table_on_the_rows_of_the_call_per_slice():
+    """Skewed routing can leave a shard few rows at a large batch: the table follows the rows it has to tile."""
+    from moe_gather import _sm90
+
+    sizes = torch.tensor([100, 20] + [8] * 14, dtype=torch.int32)  # 232 rows in 16 slices: 15 a slice
+    ragged = make_ragged_metadata(sizes, int(sizes.sum()), 4096 * 4 // 128)  # batch 4096: 128 expected globally
+    assert ragged.local_slice_size == 15
+    by_rows = lambda rows: next(c for limit, c in _sm90.CONFIGS if limit >= rows)
+    assert _sm90.select_config(ragged) == by_rows(15) != by_rows(128)
 
 
 def _brute_force_schedule(sizes, block_m):

@@ -1,4 +1,5 @@
-"""Render a `python -m moe_gather bench --json` file as the markdown table of results/sm90_h200.md.
+"""Render a `python -m moe_gather bench --json` file, or a pytest-benchmark JSON of suites/test_benchmark.py (its
+extra_info), as the markdown table of results/sm90_h200.md.
 
 python3 tools/bench_markdown.py results/sm90_bench_h200.json
 """
@@ -7,9 +8,14 @@ import json
 import sys
 from pathlib import Path
 
+from moe_gather.bench import summarize
+
 
 def main(path):
     data = json.loads(Path(path).read_text())
+    if "benchmarks" in data:  # pytest-benchmark: one extra_info per case, the ceilings in each
+        rows = [b["extra_info"] for b in data["benchmarks"]]
+        data = {"ceilings": rows[0], "summary": summarize(rows), "rows": rows}
     c, s = data["ceilings"], data["summary"]
     print(f"Ceilings measured in the run: read {c['read_bw'] / 1e12:.2f} TB/s, fp8 dense {c['fp8_flops'] / 1e12:.0f} "
           f"TFLOP/s. Roofline time = max(bytes / read, flops / fp8).")  # fmt: skip

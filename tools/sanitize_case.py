@@ -16,7 +16,7 @@ def main(routing: str, batch: int):
     params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, routing, batch), "cuda", params)
     weights = bmm1.prepare_weights(params.weights)
-    config = bmm1.select_config(problem.routing.ragged.expected_slice_size)
+    config = bmm1.select_config(problem.routing.ragged)
     bmm1.run_problem(problem, weights)
     torch.cuda.synchronize()
     print(f"{routing}-bs{batch}: {problem.tokens} tokens, {config}")

@@ -62,7 +62,7 @@ def main():
         routing, batch = name.split("-bs")
         problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
         ref = reference_for(problem).out
-        table_choice = bmm1.select_config(problem.routing.ragged.expected_slice_size)
+        table_choice = bmm1.select_config(problem.routing.ragged)
         for config in (table_choice, *split_variants()) if args.split else variants(block_ms):
 
             def call(config=config, problem=problem):
