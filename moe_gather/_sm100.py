@@ -11,8 +11,8 @@ rings and tensor memory:
 - epilogue (the default warps): x_scale, bias, SwiGLU, fp8 and direct stores (moe_gather._epilogue).
 Left out against the seed: 2-CTA mode and multicast, which triton 3.6.0's Gluon cannot express for this op (its
 `tcgen05_mma_scaled` has no two-CTA form, only the unscaled MMA takes one from the accumulator layout; its TMA copies
-and gather take no multicast); epilogue subtiling; a tile-major shuffle of the weight values (TMA reads tiles of the
-K-major packed codes directly).
+and gather take no multicast); a tile-major shuffle of the weight values (TMA reads tiles of the K-major packed codes
+directly).
 """
 
 from dataclasses import dataclass
@@ -80,7 +80,7 @@ def emulate_dequant(w: Sm100Weights) -> torch.Tensor:
 @dataclass(frozen=True)
 class Sm100Config:
     block_m: int  # tokens per tile: the MMA's N side (16..128)
-    block_n: int  # weight rows per tile: the MMA's M side (128; 256 needs the 2-CTA mode, not expressed here)
+    block_n: int  # weight rows per tile: the MMA's M side (128, or 256 as two 128-row halves in one CTA)
     x_buffers: int
     w_buffers: int
     acc_buffers: int = 2  # accumulators in tensor memory: the epilogue of one tile overlaps the next tile's MMAs
@@ -91,14 +91,26 @@ class Sm100Config:
     occupancy: int = 1  # programs per multiprocessor the persistent grid plans for
     maxnreg: int | None = None
     band_n: int = 18  # column blocks per band of the tile order
+    epilogue_m: int | None = None  # tokens per epilogue subtile (None: the whole tile); smaller: less shared memory
+
+    @property
+    def epi_m(self) -> int:
+        return self.epilogue_m or self.block_m
 
 
 # The seed's selector as data: expected slice size up to which a config is chosen -> config; first match wins.
-# Its 2-CTA entries (block_n 256 and 512 over two CTAs) and its single-CTA block_n 256 are block_n 128 here.
+# Its 2-CTA entries (block_n 256 over two CTAs for slices of 16-32 and 36-72 rows, 512 from 80) are block_n 128 here;
+# its single-CTA block_n 256 (slices of 73-79 rows) is kept, with the epilogue in subtiles of 128 weight rows x 16
+# tokens (the seed's subtile factor 8) so that its staging fits beside the rings.
+_WIDE = Sm100Config(
+    block_m=128, block_n=256, x_buffers=5, w_buffers=4, acc_buffers=1, num_warps=8, gather_warps=4, loader_regs=112,
+    band_n=18, epilogue_m=16,
+)  # fmt: skip
 CONFIGS = (
     (14, Sm100Config(block_m=16, block_n=128, x_buffers=10, w_buffers=5, occupancy=2, maxnreg=64, band_n=22)),
     (32, Sm100Config(block_m=32, block_n=128, x_buffers=5, w_buffers=5, occupancy=2, maxnreg=64, band_n=22)),
-    (64, Sm100Config(block_m=64, block_n=128, x_buffers=4, w_buffers=4, occupancy=2, maxnreg=128, band_n=18)),
+    (72, Sm100Config(block_m=64, block_n=128, x_buffers=4, w_buffers=4, occupancy=2, maxnreg=128, band_n=18)),
+    (79, _WIDE),
     (
         1 << 30,
         Sm100Config(
@@ -106,7 +118,8 @@ CONFIGS = (
         ),
     ),
 )
-SHARED_MEMORY_BUDGET = 228 * 1024  # per multiprocessor, B200
+SHARED_MEMORY_BUDGET = 228 * 1024  # per multiprocessor, B200; each resident block also reserves 1 KiB of it
+SHARED_MEMORY_PER_BLOCK = 227 * 1024  # the most one block may allocate
 TENSOR_MEMORY_COLUMNS = 512
 
 FORCE_ENV = "MOE_GATHER_SM100_FORCE"
@@ -155,6 +168,7 @@ class _Shared:
     BLOCK_M: gl.constexpr
     BLOCK_N: gl.constexpr
     BAND_N: gl.constexpr
+    EPI_M: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(self, **fields):
@@ -260,9 +274,14 @@ def _mma(p: _Shared):
 
 @gluon.jit
 def _epilogue(p: _Shared):
+    """Subtiles of 128 weight rows (the halves of a 256-row accumulator) x EPI_M tokens, each stored as a tile of
+    its own: the layout conversion of swiglu_store stages one subtile at a time in shared memory."""
     acc_count: gl.constexpr = p.acc_bufs.shape[0]
-    acc_layout: gl.constexpr = blackwell.get_tmem_reg_layout(
-        gl.float32, (p.BLOCK_N, p.BLOCK_M), p.acc_bufs.type.layout, gl.num_warps()
+    HALVES: gl.constexpr = p.BLOCK_N // 128
+    M_SPLITS: gl.constexpr = p.BLOCK_M // p.EPI_M
+    tmem_layout: gl.constexpr = p.acc_bufs.type.layout
+    sub_layout: gl.constexpr = blackwell.get_tmem_reg_layout(
+        gl.float32, (128, p.EPI_M), blackwell.TensorMemoryLayout([128, p.EPI_M], col_stride=1), gl.num_warps()
     )
     index, phase = 0, 0
     for t in range(gl.program_id(0), p.num_tiles, p.num_programs):
@@ -270,14 +289,19 @@ def _epilogue(p: _Shared):
         size = gl.load(p.slice_sizes_ptr + expert)
         start = gl.load(p.slice_offs_ptr + expert)
         mbarrier.wait(p.acc_ready.index(index), phase)
-        acc = p.acc_bufs.index(index).load(acc_layout)
-        mbarrier.arrive(p.acc_empty.index(index), count=1)  # the MMA may start the next tile in this buffer
+        # A [BLOCK_N, BLOCK_M] accumulator sits in tensor memory as HALVES blocks of 128 lanes x BLOCK_M columns.
+        halves = p.acc_bufs.index(index)._reinterpret(gl.float32, [HALVES, 128, p.BLOCK_M], tmem_layout)
+        for h in gl.static_range(HALVES):
+            for c in gl.static_range(M_SPLITS):
+                acc = halves.index(h).slice(c * p.EPI_M, p.EPI_M).load(sub_layout)
+                if h == HALVES - 1 and c == M_SPLITS - 1:  # the whole buffer read: the MMA may reuse it
+                    mbarrier.arrive(p.acc_empty.index(index), count=1)
+                row0 = expert.to(gl.int64) * p.N + pid_n * p.BLOCK_N + h * 128
+                swiglu_store(
+                    acc, p.bias_ptr, p.x_scale_ptr, p.out_scale_ptr, p.out_ptr, p.alpha, p.limit, row0,
+                    pid_m * M_SPLITS + c, pid_n * HALVES + h, start, size, p.N, p.EPI_M, 128,
+                )  # fmt: skip
         index, phase = _next(index, phase, acc_count)
-        row0 = expert.to(gl.int64) * p.N + pid_n * p.BLOCK_N
-        swiglu_store(
-            acc, p.bias_ptr, p.x_scale_ptr, p.out_scale_ptr, p.out_ptr, p.alpha, p.limit, row0, pid_m, pid_n,
-            start, size, p.N, p.BLOCK_M, p.BLOCK_N,
-        )  # fmt: skip
 
 
 @gluon.jit
@@ -301,6 +325,7 @@ def _bmm1_sm100_kernel(
     N: gl.constexpr, K: gl.constexpr, NUM_EXPERTS: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     X_BUFFERS: gl.constexpr, W_BUFFERS: gl.constexpr, ACC_BUFFERS: gl.constexpr,
     BAND_N: gl.constexpr, GATHER_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr, MMA_REGS: gl.constexpr,
+    EPI_M: gl.constexpr,
 ):  # fmt: skip
     grid_m = gl.load(block_offs_ptr + NUM_EXPERTS)  # token blocks scheduled, on the device: no host sync
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [X_BUFFERS, BLOCK_M, _TILE_K], x_desc.layout)
@@ -327,7 +352,7 @@ def _bmm1_sm100_kernel(
         x_bufs=x_bufs, x_empty=x_empty, x_ready=x_ready, w_bufs=w_bufs, s_bufs=s_bufs, w_empty=w_empty,
         w_ready=w_ready, x_scale_tmem=x_scale_tmem, w_scale_tmem=w_scale_tmem, acc_bufs=acc_bufs,
         acc_empty=acc_empty, acc_ready=acc_ready, grid_m=grid_m, num_tiles=grid_m * (N // BLOCK_N), N=N, K=K,
-        K_TILES=(K + _TILE_K - 1) // _TILE_K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BAND_N=BAND_N,
+        K_TILES=(K + _TILE_K - 1) // _TILE_K, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BAND_N=BAND_N, EPI_M=EPI_M,
         num_programs=num_programs,
     )  # fmt: skip
     gl.warp_specialize(
@@ -366,6 +391,6 @@ def launch(x, w: Sm100Weights, bias, gather_indx, ragged, x_scale, out_scale, al
         N=w.n, K=w.k, NUM_EXPERTS=w.num_experts, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         X_BUFFERS=config.x_buffers, W_BUFFERS=config.w_buffers, ACC_BUFFERS=config.acc_buffers,
         BAND_N=config.band_n, GATHER_WARPS=config.gather_warps, LOADER_REGS=config.loader_regs,
-        MMA_REGS=config.mma_regs, num_warps=config.num_warps, maxnreg=config.maxnreg,
+        MMA_REGS=config.mma_regs, EPI_M=config.epi_m, num_warps=config.num_warps, maxnreg=config.maxnreg,
     )  # fmt: skip
     return out

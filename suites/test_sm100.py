@@ -52,7 +52,7 @@ X_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank
 W_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2, fp4_padded=True)
 S_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=5)
 CONSTEXPRS = ("N", "K", "NUM_EXPERTS", "BLOCK_M", "BLOCK_N", "X_BUFFERS", "W_BUFFERS", "ACC_BUFFERS", "BAND_N",
-              "GATHER_WARPS", "LOADER_REGS", "MMA_REGS")  # fmt: skip
+              "GATHER_WARPS", "LOADER_REGS", "MMA_REGS", "EPI_M")  # fmt: skip
 
 
 def compile_sm100(config, n=5760, k=2880, experts=16):
@@ -67,7 +67,7 @@ def compile_sm100(config, n=5760, k=2880, experts=16):
         **dict.fromkeys(CONSTEXPRS, "constexpr"),
     }  # fmt: skip
     values = (n, k, experts, config.block_m, config.block_n, config.x_buffers, config.w_buffers, config.acc_buffers,
-              config.band_n, config.gather_warps, config.loader_regs, config.mma_regs)  # fmt: skip
+              config.band_n, config.gather_warps, config.loader_regs, config.mma_regs, config.epi_m)  # fmt: skip
     aligned = {(i,): [["tt.divisibility", 16]] for i in range(3, 14)}  # the pointers, as torch allocates them
     src = GluonASTSource(
         _sm100._bmm1_sm100_kernel, signature, constexprs=dict(zip(CONSTEXPRS, values, strict=True)), attrs=aligned
@@ -89,5 +89,20 @@ def test_every_config_compiles_for_sm100a_within_the_budgets(config, record_prop
     shared, tmem = kernel.metadata.shared, kernel.metadata.tmem_size
     record_property("resources", f"shared {shared} B x {config.occupancy}, tensor memory {tmem} columns")
     print(f"{config}: shared memory {shared} B, tensor memory {tmem} columns, {config.occupancy} per SM")
-    assert shared * config.occupancy <= _sm100.SHARED_MEMORY_BUDGET
+    assert shared <= _sm100.SHARED_MEMORY_PER_BLOCK
+    assert (shared + 1024) * config.occupancy <= _sm100.SHARED_MEMORY_BUDGET
     assert tmem * config.occupancy <= _sm100.TENSOR_MEMORY_COLUMNS
+
+
+def test_wide_tile_runs_two_128_row_halves_and_a_subtiled_epilogue():
+    """block_n 256 in one CTA (the seed's entry for slices of 73-79 rows): per K tile, each 128-row half of the
+    weights gets its own four k-32 block-scaled MMAs and its own scale copy; the epilogue reads the accumulator in
+    (half, token subtile) pieces, one tensor-memory load each."""
+    wide = next(c for _, c in _sm100.CONFIGS if c.block_n == 256)
+    narrow = next(c for _, c in _sm100.CONFIGS if c.block_n == 128 and c.block_m == wide.block_m)
+    count = lambda ptx, pattern: len(re.findall(pattern, ptx))
+    mma, copy, load = r"tcgen05\.mma\.cta_group::1", r"tcgen05\.cp\.cta_group::1", r"tcgen05\.ld\.sync"
+    ptx_wide, ptx_narrow = compile_sm100(wide).asm["ptx"], compile_sm100(narrow).asm["ptx"]
+    assert count(ptx_wide, mma) == 2 * count(ptx_narrow, mma) == 2 * 128 // 32
+    assert count(ptx_wide, copy) == 2 * count(ptx_narrow, copy) == 2
+    assert count(ptx_wide, load) == (wide.block_n // 128) * (wide.block_m // wide.epi_m)
