@@ -58,7 +58,7 @@ def time_kernel(problem, weights, ceilings) -> dict:
         "roof_us": roof * 1e6,
         "pct_roof": roof / seconds,
         "config": str(config),
-        "weights": "f16" if getattr(weights, "f16", False) else "spread" if getattr(weights, "spread", False) else "",
+        "weights": getattr(weights, "encoding", ""),
     }
 
 
