@@ -9,6 +9,7 @@
 #   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
 #   bash tools/device_agenda.sh split      # the two-launch plan for skewed routing against the table (issue 3)
 #   bash tools/device_agenda.sh large      # block_m 64 and 128 variants on large cases (issue 3)
+#   bash tools/device_agenda.sh fold       # the folded fp16 path: correctness on 6 cases, then 96-case kernel times
 #   bash tools/device_agenda.sh spread     # A/B: the table weight encoding (SPREAD=0), 96-case kernel times
 # Run from the repository root with triton_kernels copied into .peers/ (README, "The peer").
 set -uo pipefail
@@ -52,7 +53,12 @@ case "${1:-}" in
            2>&1 | tee "$OUT/split.log" | tail -40 ;;
   large) python3 tools/sweep_sm90.py --block-m 64,128 --json "$OUT/large.json" \
            --cases uniform-bs4096,zipf-bs16384,uniform-bs31744 2>&1 | tee "$OUT/large.log" | tail -40 ;;
+  fold)
+    MOE_GATHER_SM90_FOLD16=1 python3 -m pytest suites/test_kernel.py --gpu hopper -q -p no:cacheprovider \
+      --batch-sizes 128,4096,31744 2>&1 | tee "$OUT/fold_check.log" | tail -3
+    MOE_GATHER_SM90_FOLD16=1 python3 -m moe_gather bench --no-peer --json "$OUT/fold.json" 2>&1 \
+      | tee "$OUT/fold.log" | tail -3 ;;
   spread) MOE_GATHER_SM90_SPREAD=0 python3 -m moe_gather bench --no-peer --json "$OUT/table_encoding.json" 2>&1 \
            | tee "$OUT/table_encoding.log" | tail -3 ;;
-  *) sed -n '2,14p' "$0"; exit 2 ;;
+  *) sed -n '2,15p' "$0"; exit 2 ;;
 esac
