@@ -81,6 +81,7 @@ SPREAD_ENV = "MOE_GATHER_SM90_SPREAD"  # "0": prepare_weights uses the table enc
 F16_SPREAD = 16  # binades between a row's largest and smallest nonzero block scale above which fp16 wgmma is used
 F16_MAX_BLOCK_M = 64  # the fp16 path's largest tile (block_m 128 spills: two k16 partials per block)
 FOLD_ENV = "MOE_GATHER_SM90_FOLD16"  # "1": prepare_weights folds the block scales into fp16 weights (experiment)
+X16_ENV = "MOE_GATHER_SM90_X16"  # "1", with folded weights: x converted to fp16 once per call, not per tile
 
 
 def _fold_refs(scales: torch.Tensor) -> torch.Tensor | None:
@@ -419,12 +420,16 @@ def _fold_factors(scale_words, j: gl.constexpr):
 @gluon.jit
 def _issue_loads(
     tile, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr, X_PARTS: gl.constexpr,
 ):  # fmt: skip
-    """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slot; zero-filled past K."""
+    """cp.async of K tile `tile` (x rows in X_PARTS pieces along K, packed words, scales) into its ring slot;
+    zero-filled past K."""
     slot = tile % NUM_BUFFERS
     k0 = tile * _TILE_K
-    cp.async_copy_global_to_shared(x_smem.index(slot), x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
+    WIDTH: gl.constexpr = _TILE_K // X_PARTS
+    for h in gl.static_range(X_PARTS):
+        mask = (offs_xk < K - k0 - h * WIDTH)[None, :]
+        cp.async_copy_global_to_shared(x_smem.index(slot * X_PARTS + h), x_ptrs + k0 + h * WIDTH, mask=mask)
     in_k = offs_wc < (K - k0 + _CHUNK_K - 1) // _CHUNK_K * 8  # whole chunks: words past K are zeros
     cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * (_TILE_K // 8), mask=in_k[None, :])
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
@@ -455,6 +460,7 @@ def _bmm1_sm90_kernel(
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
     FOLD: gl.constexpr = False,  # with F16: block scales folded into the weights, one accumulator over all of K
+    X16: gl.constexpr = False,  # with FOLD: x arrives as fp16 [batch, K] (converted once per call by the launcher)
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
@@ -471,8 +477,9 @@ def _bmm1_sm90_kernel(
     a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     words_layout: gl.constexpr = _words_layout(BLOCK_N, NUM_WARPS)
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
-    # Copy layouts: 16 bytes a thread.
-    x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
+    # Copy layouts: 16 bytes a thread. x: one 128-byte row piece a K tile (fp8), or two (fp16).
+    X_PARTS: gl.constexpr = 2 if X16 else 1
+    x_copy: gl.constexpr = gl.BlockedLayout([1, 16 // X_PARTS], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
@@ -489,7 +496,7 @@ def _bmm1_sm90_kernel(
     # Gathered x rows; rows past the slice repeat its last row (their outputs are never stored).
     offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
     rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
-    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
+    offs_xk = gl.arange(0, _TILE_K // X_PARTS, layout=gl.SliceLayout(0, x_copy))
     x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
 
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
@@ -501,16 +508,18 @@ def _bmm1_sm90_kernel(
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
 
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
-    x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-    x_smem = gl.allocate_shared_memory(gl.float8e4nv, [NUM_BUFFERS, BLOCK_M, _TILE_K], x_nvmma)
+    x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8 * X_PARTS, rank=2)
+    x_smem = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_BUFFERS * X_PARTS, BLOCK_M, _TILE_K // X_PARTS],
+                                       x_nvmma)  # fmt: skip
     w_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N, _TILE_K // 8], plain2)
     s_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    if F16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
+    if F16 and not X16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
         x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
         x16_smem = gl.allocate_shared_memory(gl.float16, [2, BLOCK_M, 64], x16_nvmma)
 
     for t in gl.static_range(NUM_BUFFERS - 1):
-        _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS)
+        _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS,
+                     X_PARTS)  # fmt: skip
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
@@ -519,7 +528,7 @@ def _bmm1_sm90_kernel(
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
         _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-                     K, N, NUM_BUFFERS)  # fmt: skip
+                     K, N, NUM_BUFFERS, X_PARTS)  # fmt: skip
         words = w_smem.index(slot).reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
         scale_words = s_smem.index(slot).load(rows_layout)
         even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
@@ -528,13 +537,14 @@ def _bmm1_sm90_kernel(
         blocks = (block0, block1, block2, block3)
         x_tile = x_smem.index(slot)
         if F16:
-            _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
-            fence_async_shared()
-            gl.thread_barrier()
+            if not X16:  # with X16 the ring holds the tile's two fp16 halves already
+                _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
+                fence_async_shared()
+                gl.thread_barrier()
             for j in gl.static_range(BLOCKS):
                 factors = _fold_factors(scale_words, j) if FOLD else scale_words
                 a_lo, a_hi = _a_operands_f16(blocks[j], BLOCK_N, a16_layout, factors, FOLD)
-                x_half = x16_smem.index(j // 2)
+                x_half = x_smem.index(slot * 2 + j // 2) if X16 else x16_smem.index(j // 2)
                 x_lo = x_half.slice((j % 2) * _MX_BLOCK, 16, dim=1).permute((1, 0))
                 x_hi = x_half.slice((j % 2) * _MX_BLOCK + 16, 16, dim=1).permute((1, 0))
                 if FOLD:  # straight into the accumulator: nothing to promote, nothing to wait for
@@ -545,7 +555,7 @@ def _bmm1_sm90_kernel(
                     part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
                     part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
                     acc = gl.fma(part, _block_scales(scale_words, j)[:, None], acc)
-            if FOLD:  # the tile's wgmmas read x16, which the next tile overwrites
+            if FOLD:  # the tile's wgmmas read x16 (or the ring slot that the next tile's loads overwrite)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         else:
             a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
@@ -584,13 +594,16 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                                             config.large_block_m)  # fmt: skip
     else:
         schedules = (ragged.block_schedule[config.block_m],)
+    x16 = w.fold and os.environ.get(X16_ENV) == "1"
+    if x16:
+        x = x.to(torch.float16)  # exact; one pass over x instead of a conversion per tile and column block
     for (block_m, num_buffers), schedule in zip(config.tiles, schedules, strict=True):
         if schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, w.row_ref if w.fold else bias, float(alpha),
                 float(limit), K=w.k, N=w.n, BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16,
-                FOLD=w.fold,
+                FOLD=w.fold, X16=x16,
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

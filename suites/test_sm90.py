@@ -81,16 +81,17 @@ SIGNATURE = {
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "row_ref_ptr": "*i32", "alpha": "fp32",
     "limit": "fp32", "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr",
-    "SPREAD": "constexpr", "F16": "constexpr", "FOLD": "constexpr",
+    "SPREAD": "constexpr", "F16": "constexpr", "FOLD": "constexpr", "X16": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(12)}  # what Triton's launcher sees for torch allocations
 
 
-def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0, fold=False):
+def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0, fold=False, x16=False):
     block_m, num_buffers = config.tiles[tile]
     constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "SPREAD": spread and not f16,
-                  "F16": f16 or fold, "FOLD": fold}  # fmt: skip
-    src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
+                  "F16": f16 or fold, "FOLD": fold, "X16": x16}  # fmt: skip
+    signature = SIGNATURE | ({"x_ptr": "*fp16"} if x16 else {})
+    src = GluonASTSource(_sm90._bmm1_sm90_kernel, signature, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
@@ -102,15 +103,18 @@ def _launches():
     default = [(c, tile, "spread") for c in configs for tile in range(len(c.tiles))]
     ends = (_sm90.CONFIGS[0][1], _sm90.CONFIGS[-1][1])
     f16_largest = replace(ends[1], block_m=_sm90.F16_MAX_BLOCK_M)  # the launcher's cap for the fp16 path
-    f16 = [(c, 0, path) for c in (ends[0], f16_largest) for path in ("f16", "fold")]
+    f16 = [(c, 0, path) for c in (ends[0], f16_largest) for path in ("f16", "fold", "fold-x16")]
     return default + [(c, 0, "table") for c in ends] + f16
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
 def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_path):
-    kernel = compile_sm90(config, spread=path == "spread", f16=path == "f16", tile=tile, fold=path == "fold")
+    fold = path.startswith("fold")
+    kernel = compile_sm90(
+        config, spread=path == "spread", f16=path == "f16", tile=tile, fold=fold, x16=path == "fold-x16"
+    )
     ptx = kernel.asm["ptx"]
-    mma = ".f16.f16" if path in ("f16", "fold") else ".e4m3.e4m3"  # fp8 wgmma, or fp16 (wide spreads, folding)
+    mma = ".f16.f16" if path == "f16" or fold else ".e4m3.e4m3"  # fp8 wgmma, or fp16 (wide spreads, folding)
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
     assert "cp.async.cg.shared.global" in ptx
     report = ptxas_report(ptx, "sm_90a", tmp_path)
