@@ -227,7 +227,7 @@ class Sm90Config:
         return (small, (self.large_block_m, self.large_num_buffers)) if self.split_at else (small,)
 
 
-# expected slice size (rows per expert) up to which a config is chosen -> config; first match wins.
+# rows per local slice of the call (select_config) up to which a config is chosen -> config; first match wins.
 # From the sweeps on the H200 (results/sm90_sweep_h200.md): a tile's cost is its weight conversion plus its
 # promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice wins
 # until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. 128 registers let 4 programs of
