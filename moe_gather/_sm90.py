@@ -232,7 +232,7 @@ class Sm90Config:
 # promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice wins
 # until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. 128 registers let 4 programs of
 # block_m 64 share a multiprocessor (216 against 224 us at 2k tokens). Measured and left out (NOTES_sm90.md, the
-# 96-case runs of 2026-11-30): block_m 128 (faster at 15.8k uniform tokens only, up to 1.6x slower elsewhere) and
+# 96-case runs of 2026-11-30): block_m 128 (faster on 2 of its 32 cases, the largest, up to 1.7x slower elsewhere) and
 # split_at 64 on the small tiles (zipf-bs128 66 -> 54 us, but zipf-bs320 44 -> 69 us: a hot slice of a few 64-row
 # tiles runs its whole K on few programs).
 CONFIGS = (
