@@ -590,8 +590,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     if w.n % config.block_n:
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
     if config.split_at:
-        schedules = ragged.bucket_schedules(gather_indx.shape[0], config.split_at, config.block_m,
-                                            config.large_block_m)  # fmt: skip
+        schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     else:
         schedules = (ragged.block_schedule[config.block_m],)
     x16 = w.fold and os.environ.get(X16_ENV) == "1"

@@ -99,14 +99,14 @@ class RaggedMetadata:
         on gpt-oss-120b: 244 local rows, 15 a slice, where batch * top_k / num_experts is 128)."""
         return -(-self.tokens // max(self.n_slices, 1))
 
-    def bucket_schedules(self, tokens: int, split_at: int, small_m: int, large_m: int):
+    def bucket_schedules(self, split_at: int, small_m: int, large_m: int):
         """Two schedules over the slices for skewed routing, where one hot expert holds many rows and the rest few:
         slices of at most `split_at` rows tiled by small_m, the larger ones by large_m (each schedule leaves the
         other's slices out). On the device, without a sync; computed once per argument set (so that a CUDA graph
         captured after a first call replays no host work)."""
-        key = (tokens, split_at, small_m, large_m)
+        key = (split_at, small_m, large_m)
         if key not in self._buckets:
-            n, small = self.n_slices, self.slice_sizes <= split_at
+            n, tokens, small = self.n_slices, self.tokens, self.slice_sizes <= split_at
             few = min(n, tokens // (split_at + 1))  # slices that can hold more than split_at rows
             small_bound = min(max_blocks(n, tokens, small_m), n * -(-split_at // small_m))
             self._buckets[key] = (

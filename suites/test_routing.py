@@ -107,7 +107,7 @@ def test_bucket_schedules_split_the_slices_by_size(sizes, split_at, small_m, lar
     """Slices of at most split_at rows are tiled by small_m, the others by large_m; together every row once."""
     tokens = sum(sizes)
     ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), tokens, 8)
-    small, large = ragged.bucket_schedules(tokens, split_at, small_m, large_m)
+    small, large = ragged.bucket_schedules(split_at, small_m, large_m)
     for schedule, block_m, in_bucket in (
         (small, small_m, lambda s: s <= split_at),
         (large, large_m, lambda s: s > split_at),
@@ -115,7 +115,7 @@ def test_bucket_schedules_split_the_slices_by_size(sizes, split_at, small_m, lar
         _, want = _brute_force_schedule([s if in_bucket(s) else 0 for s in sizes], block_m)
         got = schedule.tolist()
         assert got[: len(want)] == want and set(got[len(want) :]) <= {SCHEDULE_UNUSED}
-    assert ragged.bucket_schedules(tokens, split_at, small_m, large_m)[0] is small  # computed once
+    assert ragged.bucket_schedules(split_at, small_m, large_m)[0] is small  # computed once
 
 
 def test_max_blocks_is_tight():
