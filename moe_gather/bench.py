@@ -37,16 +37,8 @@ def measure_ceilings() -> dict:
     return {"read_bw": read_bw, "fp8_flops": fp8}
 
 
-def time_kernel(problem, weights, ceilings) -> dict:
-    out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
-    config = bmm1.select_config(problem.routing.ragged)
-
-    def kernel():
-        bmm1.run_problem(problem, weights, out)
-
-    kernel()  # allocations and compilation outside the graph capture
-    torch.cuda.synchronize()
-    seconds = do_bench_cudagraph(kernel) * 1e-3
+def case_row(problem, seconds: float, ceilings: dict) -> dict:
+    """One case's figures from its kernel time: TFLOP/s, TB/s and % of the roofline of `ceilings`, the config."""
     roof = max(problem.bytes() / ceilings["read_bw"], problem.flops() / ceilings["fp8_flops"])
     return {
         "case": problem.case.id,
@@ -57,9 +49,20 @@ def time_kernel(problem, weights, ceilings) -> dict:
         "tbps": problem.bytes() / seconds / 1e12,
         "roof_us": roof * 1e6,
         "pct_roof": roof / seconds,
-        "config": str(config),
-        "weights": getattr(weights, "encoding", ""),
+        "config": str(bmm1.select_config(problem.routing.ragged)),
     }
+
+
+def time_kernel(problem, weights, ceilings) -> dict:
+    out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
+
+    def kernel():
+        bmm1.run_problem(problem, weights, out)
+
+    kernel()  # allocations and compilation outside the graph capture
+    torch.cuda.synchronize()
+    seconds = do_bench_cudagraph(kernel) * 1e-3
+    return case_row(problem, seconds, ceilings) | {"weights": getattr(weights, "encoding", "")}
 
 
 def time_peer(problem) -> float:

@@ -12,7 +12,7 @@ import torch
 from triton.testing import do_bench_cudagraph
 
 from moe_gather import bmm1, peer
-from moe_gather.bench import measure_ceilings
+from moe_gather.bench import case_row, measure_ceilings
 from moe_gather.benchmarking import cuda_timer
 from moe_gather.problem import reference_for
 from moe_gather.reference import TOLERANCES, check_against
@@ -53,15 +53,11 @@ def test_throughput(case, problem, gpu, kernel_weights, benchmark, throughput_ga
 
     benchmark.pedantic(graph.replay, rounds=ROUNDS, iterations=ITERATIONS, warmup_rounds=WARMUP_ROUNDS)
     median = benchmark.stats.stats.median
-    roof = max(problem.bytes() / ceilings["read_bw"], problem.flops() / ceilings["fp8_flops"])
     record = {
-        "name": request.node.name, "case": case.id, "model": case.model.name, "routing": case.routing,
-        "batch": case.batch, "tokens": problem.tokens, "active_experts": problem.active_experts(),
-        "us": median * 1e6, "tflops": problem.flops() / median / 1e12, "tbps": problem.bytes() / median / 1e12,
-        "pct_roof": roof / median, "roof_tflops": problem.flops() / roof / 1e12,
-        "read_bw": ceilings["read_bw"], "fp8_flops": ceilings["fp8_flops"],
-        "config": str(bmm1.select_config(problem.routing.ragged)),
+        "name": request.node.name, "model": case.model.name, "routing": case.routing, "batch": case.batch,
+        **case_row(problem, median, ceilings), "read_bw": ceilings["read_bw"], "fp8_flops": ceilings["fp8_flops"],
     }  # fmt: skip
+    record["roof_tflops"] = problem.flops() / record["roof_us"] / 1e6
     if peer.available():
         call = peer.prepare(problem, "bf16x", num_warps=4 if case.batch <= 512 else 8)
         call.run()  # the peer allocates scratch on first use: outside the graph capture
