@@ -62,6 +62,7 @@ class Sm90Weights(ExpertShape):
     # The folded fp16 path (prepare_weights(fold=True)): `scales` holds s - ref + FOLD_BIAS per block, ref per row
     # here (int32 [E, N], e8m0-coded), and the kernel accumulates the whole K in one fp32 wgmma accumulator.
     row_ref: torch.Tensor | None = None
+    x16: bool = False  # with fold: the launcher converts x to fp16 once per call (prepare_weights)
 
     _leading = "words"
 
@@ -93,7 +94,11 @@ def _fold_refs(scales: torch.Tensor) -> torch.Tensor | None:
 
 
 def prepare_weights(
-    w: MXFP4Weights, spread: bool | None = None, f16: bool | None = None, fold: bool | None = None
+    w: MXFP4Weights,
+    spread: bool | None = None,
+    f16: bool | None = None,
+    fold: bool | None = None,
+    x16: bool | None = None,
 ) -> Sm90Weights:
     """Re-pack codes and scales for the kernel.
 
@@ -121,7 +126,9 @@ def prepare_weights(
     layout, each block's power of two 2 ** (s - ref) multiplied into its fp16 weights (exact while a row's scales
     span at most FOLD_MAX - FOLD_MIN binades; otherwise the weights keep the promoting fp16 path), the row's
     2 ** (ref - 127) applied in the epilogue. The whole K then accumulates in the wgmma's fp32 accumulator: no
-    promotion FFMA per block and no wait between wgmmas, at the fp16 tensor rate.
+    promotion FFMA per block and no wait between wgmmas, at the fp16 tensor rate. `x16` (default: the
+    MOE_GATHER_SM90_X16 environment variable; only with folded weights): the launcher converts x to fp16 once per
+    call and the kernel loads it as it is, instead of converting each x tile for every column block.
     """
     refs = _fold_refs(w.scales) if (fold if fold is not None else os.environ.get(FOLD_ENV) == "1") else None
     if refs is not None:
@@ -165,7 +172,8 @@ def prepare_weights(
         scales = (scales.to(torch.int32) - refs[..., None] + FOLD_BIAS).to(torch.uint8)
     scales = torch.nn.functional.pad(scales, (0, 4 * tiles - scales.shape[-1]))
     scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
-    return Sm90Weights(words, scales, k, spread, f16, refs)
+    x16 = refs is not None and (x16 if x16 is not None else os.environ.get(X16_ENV) == "1")
+    return Sm90Weights(words, scales, k, spread, f16, refs, x16)
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
@@ -198,10 +206,10 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
 
 
-def _fold_factor_bits(byte):
+def _fold_factor_bits(byte: torch.Tensor) -> torch.Tensor:
     """fp16 bits of 2 ** (byte - FOLD_BIAS): normal from exponent -14 up (byte >= 10), else the subnormal 2 ** -24
-    shifted left by byte. Works on torch tensors and in the kernel alike."""
-    return ((byte - (FOLD_BIAS - 15)) << 10) * (byte >= 10) + (1 << byte) * (byte < 10)
+    shifted left by byte; the kernel's _fold_factors, in torch."""
+    return torch.where(byte >= 10, (byte - (FOLD_BIAS - 15)) << 10, 1 << byte.clamp(max=9))
 
 
 @dataclass(frozen=True)
@@ -593,8 +601,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     else:
         schedules = (ragged.block_schedule[config.block_m],)
-    x16 = w.fold and os.environ.get(X16_ENV) == "1"
-    if x16:
+    if w.x16:
         x = x.to(torch.float16)  # exact; one pass over x instead of a conversion per tile and column block
     for (block_m, num_buffers), schedule in zip(config.tiles, schedules, strict=True):
         if schedule.numel():
@@ -602,7 +609,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, w.row_ref if w.fold else bias, float(alpha),
                 float(limit), K=w.k, N=w.n, BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16,
-                FOLD=w.fold, X16=x16,
+                FOLD=w.fold, X16=w.x16,
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out
