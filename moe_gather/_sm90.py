@@ -377,12 +377,11 @@ cvt.rn.f16x2.e4m3x2 $1, high;
 
 @gluon.jit
 def _scaled_pairs(pairs, factors):
-    """fp16 pairs [rows, quad] times the row's fp16 pair of factors (mul.rn.f16x2: exact for the folded powers of
-    two, prepare_weights)."""
-    factors = gl.convert_layout(factors, gl.SliceLayout(1, pairs.type.layout))[:, None]
+    """fp16 pairs times fp16 pairs of factors, both [rows, quad] words (mul.rn.f16x2: exact for the folded powers
+    of two, prepare_weights)."""
     return gl.inline_asm_elementwise(
-        asm="mul.rn.f16x2 $0, $1, $2;", constraints="=r,r,r", args=[pairs, factors.broadcast_to(pairs.shape)],
-        dtype=gl.int32, is_pure=True, pack=1,
+        asm="mul.rn.f16x2 $0, $1, $2;", constraints="=r,r,r", args=[pairs, factors], dtype=gl.int32, is_pure=True,
+        pack=1,
     )  # fmt: skip
 
 
@@ -394,7 +393,8 @@ def _a_operands_f16(words, BLOCK_N: gl.constexpr, a16_layout: gl.constexpr, fact
     lo, hi = _two_words(_E2M1_TO_E4M3_ASM, words)  # e4m3 bytes of K = 2q + l, 8 + 2q + l (lo), 16 + those (hi)
     lo0, lo1 = _two_words(_E4M3_TO_F16_ASM, lo)  # fp16 pairs of K = 2q + l | 8 + 2q + l
     hi0, hi1 = _two_words(_E4M3_TO_F16_ASM, hi)
-    if FOLD:
+    if FOLD:  # the row's factor pair beside each word of the row, once for the four
+        factors = gl.convert_layout(factors, gl.SliceLayout(1, lo0.type.layout))[:, None].broadcast_to(lo0.shape)
         lo0, lo1 = _scaled_pairs(lo0, factors), _scaled_pairs(lo1, factors)
         hi0, hi1 = _scaled_pairs(hi0, factors), _scaled_pairs(hi1, factors)
     return _as_operand(lo0, lo1, BLOCK_N, 2, a16_layout), _as_operand(hi0, hi1, BLOCK_N, 2, a16_layout)
