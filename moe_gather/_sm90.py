@@ -238,15 +238,18 @@ class Sm90Config:
 # rows per local slice of the call (select_config) up to which a config is chosen -> config; first match wins.
 # From the sweeps on the H200 (results/sm90_sweep_h200.md): a tile's cost is its weight conversion plus its
 # promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice wins
-# until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. 128 registers let 4 programs of
-# block_m 64 share a multiprocessor (216 against 224 us at 2k tokens). Measured and left out (NOTES_sm90.md, the
-# 96-case runs of 2026-11-30): block_m 128 (faster on 2 of its 32 cases, the largest, up to 1.7x slower elsewhere) and
-# split_at 64 on the small tiles (zipf-bs128 66 -> 54 us, but zipf-bs320 44 -> 69 us: a hot slice of a few 64-row
-# tiles runs its whole K on few programs).
+# until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. From 17 rows on, two warpgroups
+# (128 weight rows) share each x tile: block_m 32 up to 96 rows (uniform-bs2560, 78 rows: 226 us at block_m 64,
+# 163 us), block_m 64 beyond; past 192 rows one warpgroup at 128 registers, 4 programs a multiprocessor (the sweep
+# of session 4, runs_2026-11-30_s4/). Measured and left out (NOTES_sm90.md, the 96-case runs of 2026-11-30): block_m
+# 128 (faster on 2 of its 32 cases, the largest, up to 1.7x slower elsewhere) and split_at 64 on the small tiles
+# (zipf-bs128 66 -> 54 us, but zipf-bs320 44 -> 69 us: a hot slice of a few 64-row tiles runs its whole K on few
+# programs).
 CONFIGS = (
     (8, Sm90Config(block_m=8, num_buffers=8, num_warps=4)),
     (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4)),
-    (64, Sm90Config(block_m=32, num_buffers=4, num_warps=4)),
+    (96, Sm90Config(block_m=32, num_buffers=4, num_warps=8)),
+    (192, Sm90Config(block_m=64, num_buffers=4, num_warps=8)),
     (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4, maxnreg=128)),
 )
 
@@ -438,7 +441,8 @@ def _issue_loads(
     for h in gl.static_range(X_PARTS):
         mask = (offs_xk < K - k0 - h * WIDTH)[None, :]
         cp.async_copy_global_to_shared(x_smem.index(slot * X_PARTS + h), x_ptrs + k0 + h * WIDTH, mask=mask)
-    in_k = offs_wc < (K - k0 + _CHUNK_K - 1) // _CHUNK_K * 8  # whole chunks: words past K are zeros
+    ROW_WORDS: gl.constexpr = (K + _CHUNK_K - 1) // _CHUNK_K * 8  # whole chunks: words past K are zeros
+    in_k = offs_wc < ROW_WORDS - tile * (_TILE_K // 8)
     cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * (_TILE_K // 8), mask=in_k[None, :])
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     cp.async_copy_global_to_shared(s_smem.index(slot), s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))

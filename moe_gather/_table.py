@@ -6,12 +6,17 @@ from dataclasses import replace
 PRINT_ENV = "MOE_GATHER_PRINT_CONFIG"  # "1": print each choice
 
 
+def parse_fields(text: str) -> dict:
+    """ "block_m=64,maxnreg=128" -> {"block_m": 64, "maxnreg": 128}: config fields to override."""
+    return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
+
+
 def choose(table, slice_size: int, force_env: str, arch: str):
     """The table's config for `slice_size`; `force_env` (e.g. "block_m=16,num_buffers=2") overrides fields
     of every choice, for tests and sweeps."""
     config = next(c for limit, c in table if slice_size <= limit)
     if forced := os.environ.get(force_env):
-        config = replace(config, **{k: int(v) for k, v in (item.split("=") for item in forced.split(","))})
+        config = replace(config, **parse_fields(forced))
     if os.environ.get(PRINT_ENV):
         print(f"moe_gather {arch}: slice_size={slice_size} -> {config}", flush=True)
     return config

@@ -1,6 +1,7 @@
 """Sweep sm90 kernel configs on a few cases: bitwise agreement with the golden reference and time, per config.
 
     python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--json out.json] [--split] [--block-m 64,128]
+    python3 tools/sweep_sm90.py --configs "block_m=32;block_m=64,maxnreg=128" --cases uniform-bs2560
 
 Each config is forced through moe_bmm1(config=...); one line per (case, config).
 """
@@ -14,6 +15,7 @@ from triton.testing import do_bench_cudagraph
 
 from moe_gather import bmm1
 from moe_gather._sm90 import CONFIGS, Sm90Config
+from moe_gather._table import parse_fields
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem, reference_for
 from moe_gather.reference import assert_close, compare_fp8
 
@@ -52,6 +54,7 @@ def main():
     parser.add_argument("--json", default=None)
     parser.add_argument("--split", action="store_true", help="the table's choice against the split_at variants")
     parser.add_argument("--block-m", default="8,16,32,64,128", help="token-tile sizes to sweep (without --split)")
+    parser.add_argument("--configs", default=None, help="';'-separated: fields over m32, 4 stages, 4 warps")
     args = parser.parse_args()
     model = MODELS["gpt-oss-120b"]
     params = make_expert_params(model, "cuda")
@@ -63,7 +66,12 @@ def main():
         problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
         ref = reference_for(problem).out
         table_choice = bmm1.select_config(problem.routing.ragged)
-        for config in (table_choice, *split_variants()) if args.split else variants(block_ms):
+        if args.configs:
+            base = Sm90Config(block_m=32, num_buffers=4, num_warps=4)
+            configs = [replace(base, **parse_fields(item)) for item in args.configs.split(";")]
+        else:
+            configs = (table_choice, *split_variants()) if args.split else variants(block_ms)
+        for config in configs:
 
             def call(config=config, problem=problem):
                 return bmm1.run_problem(problem, weights, config=config)
