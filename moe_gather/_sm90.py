@@ -41,13 +41,9 @@ E4M3_OF_E2M1_LO = 0x3C383000
 E4M3_OF_E2M1_HI = 0x4C484440
 TILE_K = 128  # K per pipeline stage: 4 e8m0 blocks, one 128-byte swizzled row of fp8 x
 CHUNK_K = 64  # K per group of 8 packed words in the weight layout (prepare_weights)
-FOLD_MAX = 13  # folded fp16 path: a weight is at most 6 * 2 ** 13 < 65504 (fp16)
-FOLD_MIN = -23  # ... and at least 0.5 * 2 ** -23 = 2 ** -24, fp16's smallest subnormal: every value stays exact
-FOLD_BIAS = -FOLD_MIN + 1  # block byte = s - ref + FOLD_BIAS, in [1, 37]
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
 _CHUNK_K = tl.constexpr(CHUNK_K)
-_FOLD_BIAS = tl.constexpr(FOLD_BIAS)
 
 
 @dataclass(frozen=True)
@@ -59,21 +55,13 @@ class Sm90Weights(ExpertShape):
     k: int
     spread: bool = True  # the bit-spread encoding (prepare_weights); False: the byte-permute table encoding
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
-    # The folded fp16 path (prepare_weights(fold=True)): `scales` holds s - ref + FOLD_BIAS per block, ref per row
-    # here (int32 [E, N], e8m0-coded), and the kernel accumulates the whole K in one fp32 wgmma accumulator.
-    row_ref: torch.Tensor | None = None
-    x16: bool = False  # with fold: the launcher converts x to fp16 once per call (prepare_weights)
 
     _leading = "words"
 
     @property
-    def fold(self) -> bool:
-        return self.row_ref is not None
-
-    @property
     def encoding(self) -> str:
-        """For reports: "fold", "f16", "spread" or "table"."""
-        return "fold" if self.fold else "f16" if self.f16 else "spread" if self.spread else "table"
+        """For reports: "f16", "spread" or "table"."""
+        return "f16" if self.f16 else "spread" if self.spread else "table"
 
 
 SPREAD_ENV = "MOE_GATHER_SM90_SPREAD"  # "0": prepare_weights uses the table encoding (A/B runs; default spread)
@@ -81,25 +69,9 @@ SPREAD_ENV = "MOE_GATHER_SM90_SPREAD"  # "0": prepare_weights uses the table enc
 
 F16_SPREAD = 16  # binades between a row's largest and smallest nonzero block scale above which fp16 wgmma is used
 F16_MAX_BLOCK_M = 64  # the fp16 path's largest tile (block_m 128 spills: two k16 partials per block)
-FOLD_ENV = "MOE_GATHER_SM90_FOLD16"  # "1": prepare_weights folds the block scales into fp16 weights (experiment)
-X16_ENV = "MOE_GATHER_SM90_X16"  # "1", with folded weights: x converted to fp16 once per call, not per tile
 
 
-def _fold_refs(scales: torch.Tensor) -> torch.Tensor | None:
-    """Per row, the e8m0 exponent `ref` that every block's scale s is folded against (s - ref in [FOLD_MIN,
-    FOLD_MAX]), or None when a row spans more binades than fp16 keeps exactly."""
-    high, low = scales.amax(-1).to(torch.int32), scales.amin(-1).to(torch.int32)
-    ref = (high - FOLD_MAX).clamp(1, 254)  # 2 ** (ref - 127) stays a normal fp32 for the epilogue
-    return ref if bool((low - ref >= FOLD_MIN).all()) else None
-
-
-def prepare_weights(
-    w: MXFP4Weights,
-    spread: bool | None = None,
-    f16: bool | None = None,
-    fold: bool | None = None,
-    x16: bool | None = None,
-) -> Sm90Weights:
+def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | None = None) -> Sm90Weights:
     """Re-pack codes and scales for the kernel.
 
     Words: K = 64c + 32b + 16h + 4q + i (chunk c, block parity b, half h, quad q, byte i). Chunk c of a row is 8
@@ -121,20 +93,7 @@ def prepare_weights(
     wgmma instead (weights and x are exact in fp16; it accumulates each 32-block in fp32 where fp8 wgmma keeps ~13
     bits, which outputs born of cancellation between very large blocks cannot afford). Its words hold the values of
     the fp16 A fragment instead: K = 16h + 8j + 2q + l for byte i = 2j + l of half h.
-
-    `fold` (default: the MOE_GATHER_SM90_FOLD16 environment variable; an experiment, not yet run on a GPU): the fp16
-    layout, each block's power of two 2 ** (s - ref) multiplied into its fp16 weights (exact while a row's scales
-    span at most FOLD_MAX - FOLD_MIN binades; otherwise the weights keep the promoting fp16 path), the row's
-    2 ** (ref - 127) applied in the epilogue. The whole K then accumulates in the wgmma's fp32 accumulator: no
-    promotion FFMA per block and no wait between wgmmas, at the fp16 tensor rate. `x16` (default: the
-    MOE_GATHER_SM90_X16 environment variable; only with folded weights): the launcher converts x to fp16 once per
-    call and the kernel loads it as it is, instead of converting each x tile for every column block.
     """
-    refs = _fold_refs(w.scales) if (fold if fold is not None else os.environ.get(FOLD_ENV) == "1") else None
-    if refs is not None:
-        if spread:
-            raise ValueError("prepare_weights: the folded fp16 path and the bit-spread encoding do not combine")
-        f16, spread = True, False
     if f16 is None:
         nonzero = torch.where(w.scales > 0, w.scales, 255).amin(-1).clamp(max=254).to(torch.int32)
         f16 = bool((w.scales.amax(-1).to(torch.int32) - nonzero > F16_SPREAD).any())
@@ -167,13 +126,9 @@ def prepare_weights(
                 + (sign[..., 1, :] << (8 * i + 7)).sum(-1)
             ).reshape(n, -1)  # [N, K/8] in kernel order, < 2**32
         words[x] = torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).reshape(n, -1)
-    scales = w.scales
-    if refs is not None:  # the folded block exponents instead of e8m0
-        scales = (scales.to(torch.int32) - refs[..., None] + FOLD_BIAS).to(torch.uint8)
-    scales = torch.nn.functional.pad(scales, (0, 4 * tiles - scales.shape[-1]))
+    scales = torch.nn.functional.pad(w.scales, (0, 4 * tiles - w.scales.shape[-1]))
     scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
-    x16 = refs is not None and (x16 if x16 is not None else os.environ.get(X16_ENV) == "1")
-    return Sm90Weights(words, scales, k, spread, f16, refs, x16)
+    return Sm90Weights(words, scales, k, spread, f16)
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
@@ -199,17 +154,7 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     fp8 = fp8.reshape(e, n, -1)[..., : w.k]
     values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64) * (2.0**6 if w.spread else 1.0)
     s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
-    if w.fold:  # fp16 weights times the fp16 2 ** (s - ref) of the kernel's bit formula, in fp16; then the row's
-        pairs = _fold_factor_bits(s.to(torch.int32)).to(torch.int16).view(torch.float16)
-        folded = values.to(torch.float16) * pairs.repeat_interleave(MX_BLOCK, dim=-1)
-        return (folded.to(torch.float64) * decode_e8m0(w.row_ref, torch.float64)[..., None]).transpose(1, 2)
     return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
-
-
-def _fold_factor_bits(byte: torch.Tensor) -> torch.Tensor:
-    """fp16 bits of 2 ** (byte - FOLD_BIAS): normal from exponent -14 up (byte >= 10), else the subnormal 2 ** -24
-    shifted left by byte; the kernel's _fold_factors, in torch."""
-    return torch.where(byte >= 10, (byte - (FOLD_BIAS - 15)) << 10, 1 << byte.clamp(max=9))
 
 
 @dataclass(frozen=True)
@@ -379,27 +324,12 @@ cvt.rn.f16x2.e4m3x2 $1, high;
 
 
 @gluon.jit
-def _scaled_pairs(pairs, factors):
-    """fp16 pairs times fp16 pairs of factors, both [rows, quad] words (mul.rn.f16x2: exact for the folded powers
-    of two, prepare_weights)."""
-    return gl.inline_asm_elementwise(
-        asm="mul.rn.f16x2 $0, $1, $2;", constraints="=r,r,r", args=[pairs, factors], dtype=gl.int32, is_pure=True,
-        pack=1,
-    )  # fmt: skip
-
-
-@gluon.jit
-def _a_operands_f16(words, BLOCK_N: gl.constexpr, a16_layout: gl.constexpr, factors, FOLD: gl.constexpr):
+def _a_operands_f16(words, BLOCK_N: gl.constexpr, a16_layout: gl.constexpr):
     """Packed words [rows, quad] of one 32-wide K block (fp16 layout of prepare_weights) -> its weights as two fp16
-    A operands [rows, 16], K 0..15 and 16..31 of the block; with FOLD, times the block's folded power of two
-    (`factors`: a row's fp16 pair)."""
+    A operands [rows, 16], K 0..15 and 16..31 of the block."""
     lo, hi = _two_words(_E2M1_TO_E4M3_ASM, words)  # e4m3 bytes of K = 2q + l, 8 + 2q + l (lo), 16 + those (hi)
     lo0, lo1 = _two_words(_E4M3_TO_F16_ASM, lo)  # fp16 pairs of K = 2q + l | 8 + 2q + l
     hi0, hi1 = _two_words(_E4M3_TO_F16_ASM, hi)
-    if FOLD:  # the row's factor pair beside each word of the row, once for the four
-        factors = gl.convert_layout(factors, gl.SliceLayout(1, lo0.type.layout))[:, None].broadcast_to(lo0.shape)
-        lo0, lo1 = _scaled_pairs(lo0, factors), _scaled_pairs(lo1, factors)
-        hi0, hi1 = _scaled_pairs(hi0, factors), _scaled_pairs(hi1, factors)
     return _as_operand(lo0, lo1, BLOCK_N, 2, a16_layout), _as_operand(hi0, hi1, BLOCK_N, 2, a16_layout)
 
 
@@ -420,27 +350,14 @@ def _block_scales(scale_words, j: gl.constexpr):
 
 
 @gluon.jit
-def _fold_factors(scale_words, j: gl.constexpr):
-    """The fp16 pair (2 ** d, 2 ** d) of block j from each row's 4 folded bytes (d + FOLD_BIAS, prepare_weights):
-    the bits of _fold_factor_bits."""
-    byte = (scale_words >> (8 * j)) & 0xFF
-    bits = gl.where(byte >= 10, (byte - (_FOLD_BIAS - 15)) << 10, 1 << gl.minimum(byte, 9))
-    return bits | (bits << 16)
-
-
-@gluon.jit
 def _issue_loads(
     tile, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr, X_PARTS: gl.constexpr,
+    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr,
 ):  # fmt: skip
-    """cp.async of K tile `tile` (x rows in X_PARTS pieces along K, packed words, scales) into its ring slot;
-    zero-filled past K."""
+    """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slot; zero-filled past K."""
     slot = tile % NUM_BUFFERS
     k0 = tile * _TILE_K
-    WIDTH: gl.constexpr = _TILE_K // X_PARTS
-    for h in gl.static_range(X_PARTS):
-        mask = (offs_xk < K - k0 - h * WIDTH)[None, :]
-        cp.async_copy_global_to_shared(x_smem.index(slot * X_PARTS + h), x_ptrs + k0 + h * WIDTH, mask=mask)
+    cp.async_copy_global_to_shared(x_smem.index(slot), x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
     ROW_WORDS: gl.constexpr = (K + _CHUNK_K - 1) // _CHUNK_K * 8  # whole chunks: words past K are zeros
     in_k = offs_wc < ROW_WORDS - tile * (_TILE_K // 8)
     cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * (_TILE_K // 8), mask=in_k[None, :])
@@ -462,7 +379,6 @@ def _bmm1_sm90_kernel(
     x_scale_ptr,  # fp32 [1]
     out_scale_ptr,  # fp32 [1]
     out_ptr,  # fp8 [tokens, N/2]
-    row_ref_ptr,  # int32 [E, N]: the folded path's row exponents (prepare_weights(fold=True)); unused otherwise
     alpha,
     limit,
     K: gl.constexpr,
@@ -471,8 +387,6 @@ def _bmm1_sm90_kernel(
     NUM_BUFFERS: gl.constexpr,
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
-    FOLD: gl.constexpr = False,  # with F16: block scales folded into the weights, one accumulator over all of K
-    X16: gl.constexpr = False,  # with FOLD: x arrives as fp16 [batch, K] (converted once per call by the launcher)
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
@@ -489,9 +403,8 @@ def _bmm1_sm90_kernel(
     a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     words_layout: gl.constexpr = _words_layout(BLOCK_N, NUM_WARPS)
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
-    # Copy layouts: 16 bytes a thread. x: one 128-byte row piece a K tile (fp8), or two (fp16).
-    X_PARTS: gl.constexpr = 2 if X16 else 1
-    x_copy: gl.constexpr = gl.BlockedLayout([1, 16 // X_PARTS], [4, 8], [NUM_WARPS, 1], [1, 0])
+    # Copy layouts: 16 bytes a thread; x: a 128-byte row piece a K tile.
+    x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
@@ -508,7 +421,7 @@ def _bmm1_sm90_kernel(
     # Gathered x rows; rows past the slice repeat its last row (their outputs are never stored).
     offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
     rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
-    offs_xk = gl.arange(0, _TILE_K // X_PARTS, layout=gl.SliceLayout(0, x_copy))
+    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
     x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
 
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
@@ -520,18 +433,16 @@ def _bmm1_sm90_kernel(
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
 
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
-    x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8 * X_PARTS, rank=2)
-    x_smem = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_BUFFERS * X_PARTS, BLOCK_M, _TILE_K // X_PARTS],
-                                       x_nvmma)  # fmt: skip
+    x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+    x_smem = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_BUFFERS, BLOCK_M, _TILE_K], x_nvmma)
     w_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N, _TILE_K // 8], plain2)
     s_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    if F16 and not X16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
+    if F16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
         x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
         x16_smem = gl.allocate_shared_memory(gl.float16, [2, BLOCK_M, 64], x16_nvmma)
 
     for t in gl.static_range(NUM_BUFFERS - 1):
-        _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS,
-                     X_PARTS)  # fmt: skip
+        _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS)
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
@@ -540,7 +451,7 @@ def _bmm1_sm90_kernel(
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
         _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-                     K, N, NUM_BUFFERS, X_PARTS)  # fmt: skip
+                     K, N, NUM_BUFFERS)  # fmt: skip
         words = w_smem.index(slot).reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
         scale_words = s_smem.index(slot).load(rows_layout)
         even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
@@ -549,26 +460,18 @@ def _bmm1_sm90_kernel(
         blocks = (block0, block1, block2, block3)
         x_tile = x_smem.index(slot)
         if F16:
-            if not X16:  # with X16 the ring holds the tile's two fp16 halves already
-                _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
-                fence_async_shared()
-                gl.thread_barrier()
+            _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
+            fence_async_shared()
+            gl.thread_barrier()
             for j in gl.static_range(BLOCKS):
-                factors = _fold_factors(scale_words, j) if FOLD else scale_words
-                a_lo, a_hi = _a_operands_f16(blocks[j], BLOCK_N, a16_layout, factors, FOLD)
-                x_half = x_smem.index(slot * 2 + j // 2) if X16 else x16_smem.index(j // 2)
+                a_lo, a_hi = _a_operands_f16(blocks[j], BLOCK_N, a16_layout)
+                x_half = x16_smem.index(j // 2)
                 x_lo = x_half.slice((j % 2) * _MX_BLOCK, 16, dim=1).permute((1, 0))
                 x_hi = x_half.slice((j % 2) * _MX_BLOCK + 16, 16, dim=1).permute((1, 0))
-                if FOLD:  # straight into the accumulator: nothing to promote, nothing to wait for
-                    acc = warpgroup_mma(a_lo, x_lo, acc, is_async=True)
-                    acc = warpgroup_mma(a_hi, x_hi, acc, is_async=True)
-                else:
-                    part = warpgroup_mma(a_lo, x_lo, part, use_acc=False, is_async=True)  # over the last partial
-                    part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
-                    part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                    acc = gl.fma(part, _block_scales(scale_words, j)[:, None], acc)
-            if FOLD:  # the tile's wgmmas read x16 (or the ring slot that the next tile's loads overwrite)
-                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+                part = warpgroup_mma(a_lo, x_lo, part, use_acc=False, is_async=True)  # over the last partial
+                part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
+                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                acc = gl.fma(part, _block_scales(scale_words, j)[:, None], acc)
         else:
             a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
             for j in gl.static_range(BLOCKS):
@@ -585,9 +488,6 @@ def _bmm1_sm90_kernel(
 
     if SPREAD:
         acc = acc * 64.0  # exact: a power of two
-    if FOLD:
-        refs = gl.load(row_ref_ptr + row0 + gl.arange(0, BLOCK_N, layout=rows_layout))
-        acc = acc * (refs << 23).to(gl.float32, bitcast=True)[:, None]  # 2 ** (ref - 127), exact
     swiglu_store(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
         N, BLOCK_M, BLOCK_N,
@@ -605,15 +505,12 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     else:
         schedules = (ragged.block_schedule[config.block_m],)
-    if w.x16:
-        x = x.to(torch.float16)  # exact; one pass over x instead of a conversion per tile and column block
     for (block_m, num_buffers), schedule in zip(config.tiles, schedules, strict=True):
         if schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
-                ragged.slice_offs, schedule, x_scale, out_scale, out, w.row_ref if w.fold else bias, float(alpha),
-                float(limit), K=w.k, N=w.n, BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16,
-                FOLD=w.fold, X16=w.x16,
-                num_warps=config.num_warps, maxnreg=config.maxnreg,
+                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
+                BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, num_warps=config.num_warps,
+                maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

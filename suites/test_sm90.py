@@ -21,28 +21,12 @@ def _random_weights(e=2, n=16, k=128, spread=6, seed=0):
     return MXFP4Weights(codes, scales)
 
 
-@pytest.mark.parametrize("encoding", ["table", "spread", "f16", "fold"])
+@pytest.mark.parametrize("encoding", ["table", "spread", "f16"])
 def test_prepared_words_convert_to_the_exact_weights(encoding):
     w = _random_weights(spread=6)
-    prepared = _sm90.prepare_weights(w, spread=encoding == "spread", f16=encoding == "f16", fold=encoding == "fold")
-    assert prepared.fold == (encoding == "fold")
+    prepared = _sm90.prepare_weights(w, spread=encoding == "spread", f16=encoding == "f16")
+    assert prepared.encoding == encoding
     assert torch.equal(_sm90.emulate_dequant(prepared), dequantize_mxfp4(w, torch.float64))
-
-
-def test_folding_is_exact_up_to_its_widest_span_and_declined_beyond():
-    """Folded fp16 weights hold every value exactly while a row's scales span FOLD_MAX - FOLD_MIN binades (the
-    largest code at 6 * 2 ** 13, the smallest at fp16's smallest subnormal); one more and the weights keep the
-    promoting path."""
-    widest = _sm90.FOLD_MAX - _sm90.FOLD_MIN
-    w = _random_weights(e=1, n=8, k=32 * (widest + 1))
-    scales = (100 + torch.arange(widest + 1, dtype=torch.uint8)).expand(1, 8, widest + 1).contiguous()
-    w = MXFP4Weights(w.codes, scales)
-    folded = _sm90.prepare_weights(w, fold=True)
-    assert folded.fold and torch.equal(_sm90.emulate_dequant(folded), dequantize_mxfp4(w, torch.float64))
-    w.scales[0, 5, 0] -= 1  # one block a binade lower: span widest + 1
-    assert not _sm90.prepare_weights(w, fold=True).fold
-    with pytest.raises(ValueError, match="do not combine"):
-        _sm90.prepare_weights(_random_weights(), fold=True, spread=True)
 
 
 def test_fp16_path_is_chosen_for_widely_spread_scales_only():
@@ -79,42 +63,38 @@ def test_nan_scale_is_refused():
 SIGNATURE = {
     "x_ptr": "*fp8e4nv", "words_ptr": "*i32", "scales_ptr": "*i32", "bias_ptr": "*fp32",
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
-    "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "row_ref_ptr": "*i32", "alpha": "fp32",
+    "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32",
     "limit": "fp32", "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr",
-    "SPREAD": "constexpr", "F16": "constexpr", "FOLD": "constexpr", "X16": "constexpr",
+    "SPREAD": "constexpr", "F16": "constexpr",
 }  # fmt: skip
-ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(12)}  # what Triton's launcher sees for torch allocations
+ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 
 
-def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0, fold=False, x16=False):
+def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0):
     block_m, num_buffers = config.tiles[tile]
     constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "SPREAD": spread and not f16,
-                  "F16": f16 or fold, "FOLD": fold, "X16": x16}  # fmt: skip
-    signature = SIGNATURE | ({"x_ptr": "*fp16"} if x16 else {})
-    src = GluonASTSource(_sm90._bmm1_sm90_kernel, signature, constexprs=constexprs, attrs=ALIGNED)
+                  "F16": f16}  # fmt: skip
+    src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 
 def _launches():
-    """Every launch the table can make (each tile of each config) with the default encoding; the table encoding
-    (MOE_GATHER_SM90_SPREAD=0) and the fp16 path on the smallest and the largest tiles."""
+    """Every launch the table can make (each tile of each config) with the default encoding and on the fp16 path
+    (tiles capped at F16_MAX_BLOCK_M, as the launcher does); the table encoding (MOE_GATHER_SM90_SPREAD=0) on the
+    smallest and the largest tiles."""
     configs = sorted({c for _, c in _sm90.CONFIGS}, key=str)
     default = [(c, tile, "spread") for c in configs for tile in range(len(c.tiles))]
+    f16 = {replace(c, block_m=min(c.block_m, _sm90.F16_MAX_BLOCK_M)) for c in configs}
     ends = (_sm90.CONFIGS[0][1], _sm90.CONFIGS[-1][1])
-    f16_largest = replace(ends[1], block_m=_sm90.F16_MAX_BLOCK_M)  # the launcher's cap for the fp16 path
-    f16 = [(c, 0, path) for c in (ends[0], f16_largest) for path in ("f16", "fold", "fold-x16")]
-    return default + [(c, 0, "table") for c in ends] + f16
+    return default + [(c, 0, "table") for c in ends] + [(c, 0, "f16") for c in sorted(f16, key=str)]
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
 def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_path):
-    fold = path.startswith("fold")
-    kernel = compile_sm90(
-        config, spread=path == "spread", f16=path == "f16", tile=tile, fold=fold, x16=path == "fold-x16"
-    )
+    kernel = compile_sm90(config, spread=path == "spread", f16=path == "f16", tile=tile)
     ptx = kernel.asm["ptx"]
-    mma = ".f16.f16" if path == "f16" or fold else ".e4m3.e4m3"  # fp8 wgmma, or fp16 (wide spreads, folding)
+    mma = ".f16.f16" if path == "f16" else ".e4m3.e4m3"  # fp8 wgmma, or fp16 (wide block-scale spreads)
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
     assert "cp.async.cg.shared.global" in ptx
     report = ptxas_report(ptx, "sm_90a", tmp_path)

@@ -9,7 +9,6 @@
 #   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
 #   bash tools/device_agenda.sh split      # the two-launch plan for skewed routing against the table (issue 3)
 #   bash tools/device_agenda.sh large      # block_m 64 and 128 variants on large cases (issue 3)
-#   bash tools/device_agenda.sh fold       # the folded fp16 path (x per tile, x once): 6 cases checked, 96 timed
 #   bash tools/device_agenda.sh spread     # A/B: the table weight encoding (SPREAD=0), 96-case kernel times
 # Run from the repository root with triton_kernels copied into .peers/ (README, "The peer").
 set -uo pipefail
@@ -53,15 +52,7 @@ case "${1:-}" in
            2>&1 | tee "$OUT/split.log" | tail -40 ;;
   large) python3 tools/sweep_sm90.py --block-m 64,128 --json "$OUT/large.json" \
            --cases uniform-bs4096,zipf-bs16384,uniform-bs31744 2>&1 | tee "$OUT/large.log" | tail -40 ;;
-  fold)
-    for x16 in 0 1; do  # folded fp16 weights, x converted per tile (0) or once per call (1)
-      export MOE_GATHER_SM90_FOLD16=1 MOE_GATHER_SM90_X16=$x16
-      python3 -m pytest suites/test_kernel.py --gpu hopper -q -p no:cacheprovider --batch-sizes 128,4096,31744 \
-        2>&1 | tee "$OUT/fold_x16_${x16}_check.log" | tail -2
-      python3 -m moe_gather bench --no-peer --json "$OUT/fold_x16_$x16.json" 2>&1 | tee "$OUT/fold_x16_$x16.log" \
-        | tail -2
-    done ;;
   spread) MOE_GATHER_SM90_SPREAD=0 python3 -m moe_gather bench --no-peer --json "$OUT/table_encoding.json" 2>&1 \
            | tee "$OUT/table_encoding.log" | tail -3 ;;
-  *) sed -n '2,15p' "$0"; exit 2 ;;
+  *) sed -n '2,14p' "$0"; exit 2 ;;
 esac
