@@ -5,17 +5,18 @@
 #   bash tools/device_agenda.sh baselines  # save baselines/nvidia-h200 with the peer's speedups (~7 s a case in 2026-11)
 #   bash tools/device_agenda.sh compare    # compare twice against them, the peer left out (issue 4's proof, part 1)
 #   bash tools/device_agenda.sh slowed     # compare with a deliberately worse config (issue 4's proof, part 2)
-#   bash tools/device_agenda.sh sanitize   # compute-sanitizer memcheck, racecheck, synccheck, one case per config
+#   bash tools/device_agenda.sh sanitize   # compute-sanitizer memcheck, racecheck, synccheck, a case per table entry
 #   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
 #   bash tools/device_agenda.sh split      # the two-launch plan for skewed routing against the table (issue 3)
 #   bash tools/device_agenda.sh large      # block_m 64 and 128 variants on large cases (issue 3)
 #   bash tools/device_agenda.sh spread     # A/B: the table weight encoding (SPREAD=0), 96-case kernel times
-# Run from the repository root with triton_kernels copied into .peers/ (README, "The peer").
+# Run from the repository root with triton_kernels copied into .peers/ (README, "The peer"). Steps may run side by
+# side on two GPUs (CUDA_VISIBLE_DEVICES); install once first and set MOE_GATHER_INSTALLED=1.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/.peers"
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
+[ -n "${MOE_GATHER_INSTALLED:-}" ] || python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 T=suites/test_benchmark.py
 case "${1:-}" in
   suite) python3 -m pytest suites/ --gpu hopper --model all -q -p no:cacheprovider --benchmark-disable \
@@ -32,9 +33,9 @@ case "${1:-}" in
     done ;;
   slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
-  sanitize)
-    for tool in memcheck racecheck synccheck; do
-      for b in 128 512 1024 4096; do  # block_m 8, 16, 32 and 64 (uniform routing: expected slices 4, 16, 32, 128)
+  sanitize)  # one case per table entry (uniform routing: 31, 125, 257, 13 and 5 rows a slice), the newest first
+    for b in 1024 4096 8192 384 128; do
+      for tool in memcheck racecheck synccheck; do
         echo "== $tool uniform-bs$b" | tee -a "$OUT/sanitize.log"
         compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py uniform "$b" 2>&1 \
           | tail -3 | tee -a "$OUT/sanitize.log"
