@@ -109,9 +109,10 @@ class Verdict:
 
     def __str__(self):
         word = "REGRESSED" if self.regressed else "improved" if self.improved else "within noise"
-        return (
+        return (  # the threshold is on the time (README); the throughput change beside it
             f"{self.name}: {self.measured * 1e6:.1f} us against {self.baseline * 1e6:.1f} us baseline, "
-            f"throughput {self.change:+.1%} ({word}, allowed -{self.allowed:.0%})"
+            f"time {self.measured / self.baseline - 1:+.1%} ({word}, allowed +{self.allowed:.0%}), "
+            f"throughput {self.change:+.1%}"
         )
 
 
