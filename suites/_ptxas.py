@@ -1,5 +1,7 @@
-"""ptxas -v on a compiled kernel's PTX, for the CPU compile tests: the registers and spills it reports."""
+"""ptxas -v on a compiled kernel's PTX, for the CPU compile tests: the registers and spills it reports; the SASS of
+its main loop."""
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -14,3 +16,20 @@ def ptxas_report(ptx: str, arch: str, tmp_path: Path) -> str:
     (tmp_path / "k.ptx").write_text(ptx)
     command = [str(binary), f"-arch={arch}", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")]
     return subprocess.run(command, capture_output=True, text=True, check=True).stderr
+
+
+def main_loop_sass(cubin: bytes, tmp_path: Path) -> list[str]:
+    """The instructions of a kernel's longest loop (the span of its longest backward branch), by Triton's cuobjdump,
+    without predicates and operands: ["LOP3.LUT", "FFMA", ...]."""
+    (tmp_path / "k.cubin").write_bytes(cubin)
+    command = [str(BIN / "cuobjdump"), "-sass", str(tmp_path / "k.cubin")]
+    sass = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    lines = [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    spans = [
+        (int(target, 16), address)
+        for address, text in lines
+        for target in re.findall(r"\bBRA\b.*?0x([0-9a-f]+)", text)
+        if int(target, 16) < address
+    ]
+    start, end = max(spans, key=lambda span: span[1] - span[0])
+    return [re.sub(r"^@!?U?P\w+\s+", "", text).split()[0] for address, text in lines if start <= address <= end]
