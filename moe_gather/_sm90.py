@@ -352,16 +352,14 @@ def _block_scales(scale_words, j: gl.constexpr):
 @gluon.jit
 def _issue_loads(
     tile, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr, K_TILES: gl.constexpr, ROW_WORDS: gl.constexpr,
 ):  # fmt: skip
     """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slot; zero-filled past K."""
     slot = tile % NUM_BUFFERS
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(x_smem.index(slot), x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
-    ROW_WORDS: gl.constexpr = (K + _CHUNK_K - 1) // _CHUNK_K * 8  # whole chunks: words past K are zeros
-    in_k = offs_wc < ROW_WORDS - tile * (_TILE_K // 8)
+    in_k = offs_wc < ROW_WORDS - tile * (_TILE_K // 8)  # whole chunks: words past K are zeros
     cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * (_TILE_K // 8), mask=in_k[None, :])
-    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     cp.async_copy_global_to_shared(s_smem.index(slot), s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
     cp.commit_group()
 
@@ -442,7 +440,8 @@ def _bmm1_sm90_kernel(
         x16_smem = gl.allocate_shared_memory(gl.float16, [2, BLOCK_M, 64], x16_nvmma)
 
     for t in gl.static_range(NUM_BUFFERS - 1):
-        _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS)
+        _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS,
+                     K_TILES, ROW_WORDS)  # fmt: skip
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
@@ -451,7 +450,7 @@ def _bmm1_sm90_kernel(
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
         _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-                     K, N, NUM_BUFFERS)  # fmt: skip
+                     K, N, NUM_BUFFERS, K_TILES, ROW_WORDS)  # fmt: skip
         words = w_smem.index(slot).reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
         scale_words = s_smem.index(slot).load(rows_layout)
         even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]

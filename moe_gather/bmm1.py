@@ -32,13 +32,17 @@ def _capability(device: torch.device) -> tuple[int, int]:
     return torch.cuda.get_device_capability(device)
 
 
+def _kernel(capability: tuple[int, int], where: str = ""):
+    """The kernel module for `capability`, or a ValueError naming it."""
+    if not has_kernel(capability):
+        raise ValueError(f"no moe_gather kernel for compute capability {capability}{where}")
+    return _KERNELS[capability[0]]
+
+
 def select_config(ragged, capability: tuple[int, int] | None = None):
     """The kernel config the call would choose for `ragged` (RaggedMetadata) on `capability` (default: the current
     GPU), for reports."""
-    capability = capability or _capability(torch.device("cuda"))
-    if not has_kernel(capability):
-        raise ValueError(f"no moe_gather kernel for compute capability {capability}")
-    return _KERNELS[capability[0]].select_config(ragged)
+    return _kernel(capability or _capability(torch.device("cuda"))).select_config(ragged)
 
 
 def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = None):
@@ -46,10 +50,7 @@ def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = 
     Works on any device, so layouts can be built and checked on the CPU."""
     if not isinstance(weights, MXFP4Weights):
         raise ValueError(f"weights must be MXFP4Weights, got {type(weights).__name__}")
-    capability = capability or _capability(weights.device)
-    if not has_kernel(capability):
-        raise ValueError(f"no moe_gather kernel for compute capability {capability}")
-    return _KERNELS[capability[0]].prepare_weights(weights)
+    return _kernel(capability or _capability(weights.device)).prepare_weights(weights)
 
 
 DEBUG_ENV = "MOE_GATHER_DEBUG"  # "1": also check what costs a device sync (gather indices, slice sums)
@@ -76,7 +77,7 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
 def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out):
     """Every host-side check of moe_bmm1, in an order that needs no GPU until the devices: types, dtypes, shapes,
     contiguity, the output, then devices and the kernel for the device. Raises ValueError naming the argument.
-    Returns the output shape (tokens, N/2)."""
+    Returns the output shape (tokens, N/2) and the kernel module for the device."""
     _check_tensor("x", x, torch.float8_e4m3fn, 2)
     batch, k = x.shape
     if not isinstance(weights, tuple(_WEIGHT_TYPES.values())):
@@ -127,8 +128,7 @@ def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, a
         if where != device:
             raise ValueError(f"{name} is on {where}, expected {device} (where x is)")
     capability = _capability(device)
-    if not has_kernel(capability):
-        raise ValueError(f"no moe_gather kernel for compute capability {capability} ({device})")
+    kernel = _kernel(capability, f" ({device})")
     if not isinstance(weights, _WEIGHT_TYPES[capability[0]]):
         raise ValueError(f"weights were prepared for another GPU ({type(weights).__name__})")
     if os.environ.get(DEBUG_ENV) == "1" and tokens:
@@ -136,7 +136,7 @@ def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, a
             raise ValueError(f"gather_indx has values outside [0, {batch})")
         if int(ragged.slice_sizes.sum()) != tokens:
             raise ValueError(f"ragged.slice_sizes sum to {int(ragged.slice_sizes.sum())}, gather_indx has {tokens}")
-    return tokens, n // 2
+    return tokens, n // 2, kernel
 
 
 def moe_bmm1(
@@ -159,17 +159,18 @@ def moe_bmm1(
     [tokens], the rows of each expert's slice in order; ragged: the slices (moe_gather.routing); x_scale and
     out_scale: fp32 tensors of one element (kept on the device, so the call can be captured in a CUDA graph);
     alpha, limit: SwiGLU parameters; out: optional fp8 [tokens, N/2] output; config: a kernel config to force
-    (tests and sweeps), else chosen from the expected slice size.
+    (tests and sweeps), else the kernel's table chooses (select_config).
     Contract, checked only with MOE_GATHER_DEBUG=1 (the checks cost a device sync): gather_indx values lie in
     [0, batch) and ragged.slice_sizes sum to the tokens. NaN and Inf in x, bias or the scales behave as the golden
     reference states (NaN propagates; see moe_gather.reference).
     """
-    tokens, half_n = check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out)
+    tokens, half_n, kernel = check_arguments(
+        x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out
+    )
     if out is None:
         out = torch.empty((tokens, half_n), dtype=torch.float8_e4m3fn, device=x.device)
     if tokens == 0:
         return out
-    kernel = _KERNELS[_capability(x.device)[0]]
     return kernel.launch(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
 
 

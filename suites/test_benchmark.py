@@ -9,10 +9,9 @@ Each case's output is checked against the golden reference first: a baseline is 
 
 import pytest
 import torch
-from triton.testing import do_bench_cudagraph
 
 from moe_gather import bmm1, peer
-from moe_gather.bench import case_row, measure_ceilings
+from moe_gather.bench import case_row, measure_ceilings, time_peer
 from moe_gather.benchmarking import cuda_timer
 from moe_gather.problem import reference_for
 from moe_gather.reference import TOLERANCES, check_against
@@ -59,10 +58,7 @@ def test_throughput(case, problem, gpu, kernel_weights, benchmark, throughput_ga
     }  # fmt: skip
     record["roof_tflops"] = problem.flops() / record["roof_us"] / 1e6
     if peer.available():
-        call = peer.prepare(problem, "bf16x", num_warps=4 if case.batch <= 512 else 8)
-        call.run()  # the peer allocates scratch on first use: outside the graph capture
-        torch.cuda.synchronize()
-        record["peer_us"] = do_bench_cudagraph(call.run) * 1e3
+        record["peer_us"] = time_peer(problem)
         record["peer_tflops"] = problem.flops() / record["peer_us"] / 1e6
         record["speedup"] = record["peer_us"] / record["us"]
     benchmark.extra_info.update({k: v for k, v in record.items() if k != "name"})

@@ -60,17 +60,15 @@ def main():
     params = make_expert_params(model, "cuda")
     weights = bmm1.prepare_weights(params.weights)
     block_ms = tuple(int(m) for m in args.block_m.split(","))
+    base = Sm90Config(block_m=32, num_buffers=4, num_warps=4)
+    forced = [replace(base, **parse_fields(item)) for item in args.configs.split(";")] if args.configs else None
     rows = []
     for name in args.cases.split(","):
         routing, batch = name.split("-bs")
         problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
         ref = reference_for(problem).out
         table_choice = bmm1.select_config(problem.routing.ragged)
-        if args.configs:
-            base = Sm90Config(block_m=32, num_buffers=4, num_warps=4)
-            configs = [replace(base, **parse_fields(item)) for item in args.configs.split(";")]
-        else:
-            configs = (table_choice, *split_variants()) if args.split else variants(block_ms)
+        configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
         for config in configs:
 
             def call(config=config, problem=problem):
