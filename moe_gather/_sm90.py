@@ -163,7 +163,6 @@ class Sm90Config:
     num_buffers: int  # pipeline stages; num_buffers - 1 K tiles are loaded ahead
     num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
-    mma_n: int = 0  # tokens per wgmma: block_m (0) or block_m / 2 (the weights converted once for two wgmmas)
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -175,10 +174,10 @@ class Sm90Config:
         return 16 * self.num_warps
 
     @property
-    def tiles(self) -> tuple[tuple[int, int, int], ...]:
-        """(block_m, num_buffers, mma_n) of each launch: the small tiles' and, with split_at, the large ones'."""
-        small = (self.block_m, self.num_buffers, self.mma_n)
-        return (small, (self.large_block_m, self.large_num_buffers, 0)) if self.split_at else (small,)
+    def tiles(self) -> tuple[tuple[int, int], ...]:
+        """(block_m, num_buffers) of each launch: the small tiles' and, with split_at, the large ones'."""
+        small = (self.block_m, self.num_buffers)
+        return (small, (self.large_block_m, self.large_num_buffers)) if self.split_at else (small,)
 
 
 # rows per local slice of the call (select_config) up to which a config is chosen -> config; first match wins.
@@ -386,11 +385,7 @@ def _bmm1_sm90_kernel(
     NUM_BUFFERS: gl.constexpr,
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
-    MMA_N: gl.constexpr = 0,  # tokens per wgmma, BLOCK_M or its half (0: BLOCK_M)
 ):
-    SUB_M: gl.constexpr = MMA_N if MMA_N else BLOCK_M
-    HALVES: gl.constexpr = BLOCK_M // SUB_M  # wgmmas per block of 32 K, one per SUB_M tokens
-    gl.static_assert(SUB_M * HALVES == BLOCK_M and HALVES <= 2 and (HALVES == 1 or not F16))
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
     GRID_N: gl.constexpr = N // BLOCK_N
@@ -400,7 +395,7 @@ def _bmm1_sm90_kernel(
 
     MMA_K: gl.constexpr = 16 if F16 else 32
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, SUB_M, MMA_K]
+        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
     )
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
@@ -448,9 +443,8 @@ def _bmm1_sm90_kernel(
         _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS,
                      K_TILES, ROW_WORDS)  # fmt: skip
 
-    acc = gl.zeros((BLOCK_N, SUB_M), dtype=gl.float32, layout=acc_layout)
-    acc1 = gl.zeros((BLOCK_N, SUB_M), dtype=gl.float32, layout=acc_layout)  # tokens SUB_M.. (HALVES 2), else unused
-    part = gl.zeros((BLOCK_N, SUB_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
+    acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
+    part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
     for t in range(K_TILES):
         slot = t % NUM_BUFFERS
         cp.wait_group(NUM_BUFFERS - 2)
@@ -480,55 +474,42 @@ def _bmm1_sm90_kernel(
         else:
             a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
             for j in gl.static_range(BLOCKS):
-                x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1)
+                x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
                 # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
-                part = warpgroup_mma(a, x_j.slice(0, SUB_M).permute((1, 0)), part, use_acc=False, is_async=True)
+                part = warpgroup_mma(a, x_j, part, use_acc=False, is_async=True)
                 if j + 1 < BLOCKS:
-                    a_next = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
-                scale = _block_scales(scale_words, j)[:, None]
+                    a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
+                scale = _block_scales(scale_words, j)
                 # Promote once the wgmma is done: reading its registers earlier makes ptxas serialize every wgmma.
                 part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = gl.fma(part, scale, acc)
-                if HALVES == 2:  # the same weights against the other tokens: converted and scaled once for both
-                    part = warpgroup_mma(a, x_j.slice(SUB_M, SUB_M).permute((1, 0)), part, use_acc=False,
-                                         is_async=True)  # fmt: skip
-                    part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                    acc1 = gl.fma(part, scale, acc1)
-                if j + 1 < BLOCKS:
-                    a = a_next
+                acc = gl.fma(part, scale[:, None], acc)
     cp.wait_group(0)
 
     if SPREAD:
         acc = acc * 64.0  # exact: a power of two
-        acc1 = acc1 * 64.0
     swiglu_store(
-        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m * HALVES, pid_n, start, size,
-        N, SUB_M, BLOCK_N,
+        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
+        N, BLOCK_M, BLOCK_N,
     )  # fmt: skip
-    if HALVES == 2:
-        swiglu_store(
-            acc1, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m * 2 + 1, pid_n, start,
-            size, N, SUB_M, BLOCK_N,
-        )  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged)
     if w.f16 and config.block_m > F16_MAX_BLOCK_M:
-        config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers, mma_n=0)
+        config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
     if w.n % config.block_n:
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     else:
         schedules = (ragged.block_schedule[config.block_m],)
-    for (block_m, num_buffers, mma_n), schedule in zip(config.tiles, schedules, strict=True):
+    for (block_m, num_buffers), schedule in zip(config.tiles, schedules, strict=True):
         if schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
-                BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, MMA_N=mma_n,
-                num_warps=config.num_warps, maxnreg=config.maxnreg,
+                BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, num_warps=config.num_warps,
+                maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

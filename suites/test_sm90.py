@@ -65,15 +65,15 @@ SIGNATURE = {
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32",
     "limit": "fp32", "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr",
-    "SPREAD": "constexpr", "F16": "constexpr", "MMA_N": "constexpr",
+    "SPREAD": "constexpr", "F16": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 
 
 def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0):
-    block_m, num_buffers, mma_n = config.tiles[tile]
+    block_m, num_buffers = config.tiles[tile]
     constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "SPREAD": spread and not f16,
-                  "F16": f16, "MMA_N": mma_n}  # fmt: skip
+                  "F16": f16}  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)

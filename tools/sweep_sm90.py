@@ -91,8 +91,7 @@ def main():
                    "max_ulp": agreement.max_ulp, "max_err": max_err, "rms_err": rms_err}  # fmt: skip
             rows.append(row)
             print(
-                f"{name:>16} m{config.block_m}/{config.mma_n or config.block_m} n{config.block_n} "
-                f"w{config.num_warps} b{config.num_buffers} "
+                f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} b{config.num_buffers} "
                 f"r{config.maxnreg} s{config.split_at}/{config.large_block_m}: {us:8.1f} us  "
                 f"bitwise {agreement.bitwise_equal_fraction:.4%}  "
                 f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",
