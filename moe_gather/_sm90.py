@@ -55,6 +55,7 @@ class Sm90Weights(ExpertShape):
     k: int
     spread: bool = True  # the bit-spread encoding (prepare_weights); False: the byte-permute table encoding
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
+    zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op a scale
 
     _leading = "words"
 
@@ -80,6 +81,9 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     magnitudes (3 bits) are byte-permute selectors, half h's byte i in nibble 4h + i; signs sit where one shift lands
     them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4), half 1's at bit 8i + 7.
     Scales: [E, K tile, N, block of the tile], so that one K tile's scales for a block of rows are contiguous.
+    `zero_scale`: whether a block with a nonzero code has scale e8m0 0 (2 ** -127, which the kernel then builds as
+    an fp32 subnormal, one instruction more a scale); a block of zeros gives zeros at any scale, so the kernel reads
+    e8m0 0 as 0 when no such block exists (and quantizers write all-zero blocks with scale 0).
 
     `spread` (default, unless the fp16 path takes the weights or MOE_GATHER_SM90_SPREAD is "0"; 7% faster in
     geometric mean over the 96 cases on the H200, results/NOTES_sm90.md): the codes' bits sit where an e4m3 byte has
@@ -128,7 +132,9 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
         words[x] = torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).reshape(n, -1)
     scales = torch.nn.functional.pad(w.scales, (0, 4 * tiles - w.scales.shape[-1]))
     scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
-    return Sm90Weights(words, scales, k, spread, f16)
+    nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
+    zero_scale = bool(((w.scales == 0) & nonzero_blocks).any())  # quantizers give all-zero blocks e8m0 0
+    return Sm90Weights(words, scales, k, spread, f16, zero_scale)
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
@@ -183,15 +189,17 @@ class Sm90Config:
 # rows per local slice of the call (select_config) up to which a config is chosen -> config; first match wins.
 # From the sweeps on the H200 (results/sm90_sweep_h200.md): a tile's cost is its weight conversion plus its
 # promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice wins
-# until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. From 17 rows on, two warpgroups
-# (128 weight rows) share each x tile: block_m 32 up to 96 rows (uniform-bs2560, 78 rows: 226 us at block_m 64,
-# 163 us), block_m 64 beyond; past 192 rows one warpgroup at 128 registers, 4 programs a multiprocessor (the sweep
-# of session 4, runs_2026-11-30_s4/). Measured and left out (NOTES_sm90.md, the 96-case runs of 2026-11-30): block_m
-# 128 (faster on 2 of its 32 cases, the largest, up to 1.7x slower elsewhere) and split_at 64 on the small tiles
-# (zipf-bs128 66 -> 54 us, but zipf-bs320 44 -> 69 us: a hot slice of a few 64-row tiles runs its whole K on few
-# programs).
+# until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. block_m 8 up to 7 rows: at 8,
+# block_m 16 was 7-11% faster on all three such cases (runs_2026-11-30_s4/sweep_key8.log). From 17 rows on, two
+# warpgroups (128 weight rows) share each x tile: block_m 32 up to 96 rows (uniform-bs2560, 78 rows: 226 us at
+# block_m 64, 163 us), block_m 64 beyond; past 192 rows one warpgroup at 128 registers, 4 programs a multiprocessor
+# (the sweep of session 4, runs_2026-11-30_s4/). Measured and left out (NOTES_sm90.md): block_m 128 (faster on 2 of
+# its 32 cases, the largest, up to 1.7x slower elsewhere), the same as two 64-token wgmmas a block (slower on all 11
+# cases tried), 5 programs a multiprocessor at 96 registers (slower on all 14; runs_2026-11-30_s5/), and split_at 64
+# on the small tiles (zipf-bs128 66 -> 54 us, but zipf-bs320 44 -> 69 us: a hot slice of a few 64-row tiles runs its
+# whole K on few programs).
 CONFIGS = (
-    (8, Sm90Config(block_m=8, num_buffers=8, num_warps=4)),
+    (7, Sm90Config(block_m=8, num_buffers=8, num_warps=4)),
     (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4)),
     (96, Sm90Config(block_m=32, num_buffers=4, num_warps=8)),
     (192, Sm90Config(block_m=64, num_buffers=4, num_warps=8)),
@@ -342,11 +350,13 @@ def _x_to_f16(x_tile, x16_smem, BLOCK_M: gl.constexpr):
 
 
 @gluon.jit
-def _block_scales(scale_words, j: gl.constexpr):
-    """2 ** (e8m0 - 127) of block j from each row's 4 scale bytes, made from the exponent bits: exact; e8m0 0 is
-    2 ** -127, the fp32 subnormal 1 << 22, which max() gives since every other scale's bits are larger."""
+def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
+    """2 ** (e8m0 - 127) of block j from each row's 4 scale bytes, made from the exponent bits: exact. e8m0 0 is
+    2 ** -127, the fp32 subnormal 1 << 22, which max() gives since every other scale's bits are larger; weights
+    without it (prepare_weights: ZERO_SCALE False) skip that instruction, 8 a tile a thread."""
     bits = (scale_words >> (8 * j)) & 0xFF
-    return gl.maximum(bits << 23, 1 << 22).to(gl.float32, bitcast=True)
+    bits = gl.maximum(bits << 23, 1 << 22) if ZERO_SCALE else bits << 23
+    return bits.to(gl.float32, bitcast=True)
 
 
 @gluon.jit
@@ -385,6 +395,7 @@ def _bmm1_sm90_kernel(
     NUM_BUFFERS: gl.constexpr,
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
+    ZERO_SCALE: gl.constexpr = True,  # some block scale is e8m0 0 (Sm90Weights.zero_scale)
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
@@ -470,7 +481,7 @@ def _bmm1_sm90_kernel(
                 part = warpgroup_mma(a_lo, x_lo, part, use_acc=False, is_async=True)  # over the last partial
                 part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
                 part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = gl.fma(part, _block_scales(scale_words, j)[:, None], acc)
+                acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
         else:
             a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
             for j in gl.static_range(BLOCKS):
@@ -479,7 +490,7 @@ def _bmm1_sm90_kernel(
                 part = warpgroup_mma(a, x_j, part, use_acc=False, is_async=True)
                 if j + 1 < BLOCKS:
                     a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
-                scale = _block_scales(scale_words, j)
+                scale = _block_scales(scale_words, j, ZERO_SCALE)
                 # Promote once the wgmma is done: reading its registers earlier makes ptxas serialize every wgmma.
                 part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
                 acc = gl.fma(part, scale[:, None], acc)
@@ -509,7 +520,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
-                BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, num_warps=config.num_warps,
-                maxnreg=config.maxnreg,
+                BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
+                num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

@@ -58,6 +58,19 @@ def test_scales_spread_from_2_pow_minus_30_to_2_pow_10_within_rows(params):
     _check(_problem(params, params=wide), "wide e8m0 spread")
 
 
+def test_block_scale_e8m0_0_is_2_pow_minus_127(params):
+    """Every block at e8m0 0 (2**-127, an fp32 subnormal), no bias, and x_scale 2**100 to lift the outputs back into
+    range: the kernel's exact path for such scales (on Hopper Sm90Weights.zero_scale); one that read e8m0 0 as 0, or
+    flushed the subnormal, would give zeros."""
+    w = params.weights
+    tiny = ExpertParams(MXFP4Weights(w.codes, torch.zeros_like(w.scales)), torch.zeros_like(params.bias))
+    x_scale, out_scale = (torch.full((1,), v, device="cuda") for v in (2.0**100, 2.0**-21))
+    problem = _problem(params, params=tiny, x_scale=x_scale, out_scale=out_scale)
+    ref = reference_for(problem).out.float()
+    assert (ref != 0).float().mean() > 0.5 and (ref.abs() < 448).float().mean() > 0.9  # the case is what it claims
+    _check(problem, "block scales 2**-127")
+
+
 def test_x_near_448(params):
     problem = _problem(params)
     g = torch.Generator(device="cuda").manual_seed(5)
