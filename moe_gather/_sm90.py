@@ -352,8 +352,8 @@ def _x_to_f16(x_tile, x16_smem, BLOCK_M: gl.constexpr):
 @gluon.jit
 def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
     """2 ** (e8m0 - 127) of block j from each row's 4 scale bytes, made from the exponent bits: exact. e8m0 0 is
-    2 ** -127, the fp32 subnormal 1 << 22, which max() gives since every other scale's bits are larger; weights
-    without it (prepare_weights: ZERO_SCALE False) skip that instruction, 8 a tile a thread."""
+    2 ** -127, the fp32 subnormal 1 << 22, which max() gives since every other scale's bits are larger; where only
+    blocks of zeros have it (Sm90Weights.zero_scale False) e8m0 0 reads as 0, as exact, 8 instructions less a tile."""
     bits = (scale_words >> (8 * j)) & 0xFF
     bits = gl.maximum(bits << 23, 1 << 22) if ZERO_SCALE else bits << 23
     return bits.to(gl.float32, bitcast=True)
@@ -395,7 +395,7 @@ def _bmm1_sm90_kernel(
     NUM_BUFFERS: gl.constexpr,
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
-    ZERO_SCALE: gl.constexpr = True,  # some block scale is e8m0 0 (Sm90Weights.zero_scale)
+    ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
