@@ -11,10 +11,15 @@ def parse_fields(text: str) -> dict:
     return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
 
 
+def lookup(table, slice_size: int):
+    """The table's entry for `slice_size`: the first whose limit holds it."""
+    return next(c for limit, c in table if slice_size <= limit)
+
+
 def choose(table, slice_size: int, force_env: str, arch: str):
     """The table's config for `slice_size`; `force_env` (e.g. "block_m=16,num_buffers=2") overrides fields
     of every choice, for tests and sweeps."""
-    config = next(c for limit, c in table if slice_size <= limit)
+    config = lookup(table, slice_size)
     if forced := os.environ.get(force_env):
         config = replace(config, **parse_fields(forced))
     if os.environ.get(PRINT_ENV):

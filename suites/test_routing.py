@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from moe_gather._table import lookup
 from moe_gather.problem import MODELS, batch_sizes, local_shard
 from moe_gather.routing import (
     BLOCK_SIZES,
@@ -72,8 +73,7 @@ def test_sm90_keys_its_table_on_the_rows_of_the_call_per_slice():
     sizes = torch.tensor([100, 20] + [8] * 14, dtype=torch.int32)  # 232 rows in 16 slices: 15 a slice
     ragged = make_ragged_metadata(sizes, int(sizes.sum()), 4096 * 4 // 128)  # batch 4096: 128 expected globally
     assert ragged.local_slice_size == 15
-    by_rows = lambda rows: next(c for limit, c in _sm90.CONFIGS if limit >= rows)
-    assert _sm90.select_config(ragged) == by_rows(15) != by_rows(128)
+    assert _sm90.select_config(ragged) == lookup(_sm90.CONFIGS, 15) != lookup(_sm90.CONFIGS, 128)
 
 
 def _brute_force_schedule(sizes, block_m):

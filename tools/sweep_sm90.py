@@ -14,7 +14,7 @@ import torch
 from triton.testing import do_bench_cudagraph
 
 from moe_gather import bmm1
-from moe_gather._sm90 import CONFIGS, Sm90Config
+from moe_gather._sm90 import Sm90Config
 from moe_gather._table import parse_fields
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem, reference_for
 from moe_gather.reference import assert_close, compare_fp8
@@ -24,18 +24,12 @@ DEFAULT_CASES = "uniform-bs128,zipf-bs1024,zipf-bs2048,uniform-bs1024,uniform-bs
 
 def variants(block_ms=(8, 16, 32, 64, 128)):
     """Token-tile sizes 8..128 with one or two warpgroups, 3 to 8 stages, register caps for the large tiles."""
-    seen = set()
-    for c in sorted({c for _, c in CONFIGS}, key=str):
-        for m in block_ms:
-            for warps in (4, 8):
-                for buffers in (4, 8) if m <= 32 else (3, 4):
-                    v = replace(c, block_m=m, num_warps=warps, num_buffers=buffers)
-                    caps = (None, 128) if m == 64 else (None, 168) if m == 128 else (None,)
-                    for maxnreg in caps if warps == 4 else (None,):  # a cap: one more program per multiprocessor
-                        v = replace(v, maxnreg=maxnreg)
-                        if v not in seen:
-                            seen.add(v)
-                            yield v
+    for m in block_ms:
+        for warps in (4, 8):
+            for buffers in (4, 8) if m <= 32 else (3, 4):
+                caps = (None, 128) if m == 64 else (None, 168) if m == 128 else (None,)
+                for maxnreg in caps if warps == 4 else (None,):  # a cap: one more program per multiprocessor
+                    yield Sm90Config(m, buffers, num_warps=warps, maxnreg=maxnreg)
 
 
 def split_variants():
