@@ -40,24 +40,31 @@ from .mxfp4 import MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, refuse_nan_
 E4M3_OF_E2M1_LO = 0x3C383000
 E4M3_OF_E2M1_HI = 0x4C484440
 TILE_K = 128  # K per pipeline stage: 4 e8m0 blocks, one 128-byte swizzled row of fp8 x
+ROW_BLOCK = 64  # weight rows of one warpgroup: the words are stored [row block, K tile, row, 64 bytes]
 CHUNK_K = 64  # K per group of 8 packed words in the weight layout (prepare_weights)
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
 _CHUNK_K = tl.constexpr(CHUNK_K)
+_ROW_BLOCK = tl.constexpr(ROW_BLOCK)
 
 
 @dataclass(frozen=True)
 class Sm90Weights(ExpertShape):
     """MXFP4 weights in the sm90 kernel's layout (prepare_weights)."""
 
-    words: torch.Tensor  # uint8 [E, N, cdiv(K, 64) * 32]: codes re-packed, zero past K
+    words: torch.Tensor  # uint8 [E, N / 64, cdiv(K, 128), 64, 64]: codes re-packed, tile-major, zero past K
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
     spread: bool = True  # the bit-spread encoding (prepare_weights); False: the byte-permute table encoding
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
     zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op a scale
+    tiled: bool = True  # words tile-major (the default); False: [E, N, cdiv(K, 128) * 64], row-major (A/B runs)
 
-    _leading = "words"
+    _leading = "scales"
+
+    @property
+    def n(self) -> int:
+        return self.scales.shape[2]
 
     @property
     def encoding(self) -> str:
@@ -107,7 +114,10 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
         spread = not f16 and os.environ.get(SPREAD_ENV) != "0"
     refuse_nan_scales(w)
     e, n, k = w.num_experts, w.codes.shape[1], w.k
-    chunks, tiles = triton.cdiv(k, CHUNK_K), triton.cdiv(k, TILE_K)
+    if n % ROW_BLOCK:
+        raise ValueError(f"prepare_weights: the sm90 layout needs N a multiple of {ROW_BLOCK}, got {n}")
+    tiles = triton.cdiv(k, TILE_K)
+    chunks = tiles * (TILE_K // CHUNK_K)
     words = torch.empty((e, n, chunks * CHUNK_K // 2), dtype=torch.uint8, device=w.codes.device)
     i = torch.arange(4, device=w.codes.device)
     for x in range(e):  # one expert at a time bounds the int64 temporaries
@@ -134,14 +144,23 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
     nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
     zero_scale = bool(((w.scales == 0) & nonzero_blocks).any())  # quantizers give all-zero blocks e8m0 0
+    words = words.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K // 2).transpose(2, 3).contiguous()
     return Sm90Weights(words, scales, k, spread, f16, zero_scale)
+
+
+def row_major_words(w: Sm90Weights) -> torch.Tensor:
+    """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel)."""
+    if not w.tiled:
+        return w.words
+    e, blocks, tiles, rows, width = w.words.shape
+    return w.words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     """What the kernel computes from Sm90Weights, in torch: float64 [E, K, N] (tests compare it to the exact
     dequantization). Bit for bit the kernel's table, permutes and sign placement, then the block's power of two."""
     e, n = w.num_experts, w.n
-    words = w.words.view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
+    words = row_major_words(w).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
     lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
     halves = []
     if w.spread:
@@ -213,6 +232,14 @@ FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides 
 def select_config(ragged) -> Sm90Config:
     """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size)."""
     return choose(CONFIGS, ragged.local_slice_size, FORCE_ENV, "sm90")
+
+
+def f16_config(config: Sm90Config) -> Sm90Config:
+    """What the fp16 path runs for `config`: at most F16_MAX_BLOCK_M tokens a tile, no register cap (its block_m 64
+    tile needs 142 registers; capped at 128 it spills)."""
+    if config.block_m > F16_MAX_BLOCK_M:
+        config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
+    return replace(config, maxnreg=None)
 
 
 # 8 e2m1 codes of a re-packed word -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
@@ -363,13 +390,19 @@ def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
 def _issue_loads(
     tile, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
     K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr, K_TILES: gl.constexpr, ROW_WORDS: gl.constexpr,
+    TILED: gl.constexpr,
 ):  # fmt: skip
     """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slot; zero-filled past K."""
     slot = tile % NUM_BUFFERS
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(x_smem.index(slot), x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
-    in_k = offs_wc < ROW_WORDS - tile * (_TILE_K // 8)  # whole chunks: words past K are zeros
-    cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * (_TILE_K // 8), mask=in_k[None, :])
+    if TILED:  # zeros past K are stored: only tiles past the last are masked
+        w_step: gl.constexpr = _ROW_BLOCK * _TILE_K // 8
+        in_k = (offs_wc >= 0) & (tile < K_TILES)
+    else:
+        w_step: gl.constexpr = _TILE_K // 8
+        in_k = offs_wc < ROW_WORDS - tile * (_TILE_K // 8)  # whole chunks: words past K are zeros
+    cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * w_step, mask=in_k[None, :])
     cp.async_copy_global_to_shared(s_smem.index(slot), s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
     cp.commit_group()
 
@@ -377,7 +410,7 @@ def _issue_loads(
 @gluon.jit
 def _bmm1_sm90_kernel(
     x_ptr,  # fp8 [batch, K]
-    words_ptr,  # int32 [E, N, cdiv(K, 64) * 8]
+    words_ptr,  # int32 [E, N / 64, cdiv(K, 128), 64, 16] (TILED) or [E, N, cdiv(K, 128) * 16]
     scales_ptr,  # int32 [E, cdiv(K, 128), N]: 4 e8m0 each
     bias_ptr,  # fp32 [E, N]
     gather_ptr,  # int32 [tokens]
@@ -396,12 +429,13 @@ def _bmm1_sm90_kernel(
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
+    TILED: gl.constexpr = True,  # words tile-major (Sm90Weights.tiled)
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
     GRID_N: gl.constexpr = N // BLOCK_N
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
-    ROW_WORDS: gl.constexpr = (K + _CHUNK_K - 1) // _CHUNK_K * 8
+    ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
     BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
 
     MMA_K: gl.constexpr = 16 if F16 else 32
@@ -437,7 +471,11 @@ def _bmm1_sm90_kernel(
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
     offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
-    w_ptrs = words_ptr + (row0 + offs_wn)[:, None] * ROW_WORDS + offs_wc[None, :]
+    if TILED:  # [row block, K tile, row, word]: each K tile of 64 rows is 4 KB in one piece
+        w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * (_TILE_K // 8)
+    else:
+        w_rows = (row0 + offs_wn) * ROW_WORDS
+    w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :]
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
 
@@ -452,7 +490,7 @@ def _bmm1_sm90_kernel(
 
     for t in gl.static_range(NUM_BUFFERS - 1):
         _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS,
-                     K_TILES, ROW_WORDS)  # fmt: skip
+                     K_TILES, ROW_WORDS, TILED)  # fmt: skip
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
@@ -461,7 +499,7 @@ def _bmm1_sm90_kernel(
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
         _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-                     K, N, NUM_BUFFERS, K_TILES, ROW_WORDS)  # fmt: skip
+                     K, N, NUM_BUFFERS, K_TILES, ROW_WORDS, TILED)  # fmt: skip
         words = w_smem.index(slot).reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
         scale_words = s_smem.index(slot).load(rows_layout)
         even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
@@ -507,8 +545,8 @@ def _bmm1_sm90_kernel(
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged)
-    if w.f16 and config.block_m > F16_MAX_BLOCK_M:
-        config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
+    if w.f16:
+        config = f16_config(config)
     if w.n % config.block_n:
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
     if config.split_at:
@@ -521,6 +559,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
                 BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
+                TILED=w.tiled,
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

@@ -1,6 +1,8 @@
 """moe_bmm1's host checks: each bad argument is a ValueError naming it, raised before any launch. They run on the
 CPU: every check but the last (the device) needs no GPU."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -8,7 +10,7 @@ from moe_gather import bmm1
 from moe_gather.mxfp4 import quantize_mxfp4
 from moe_gather.routing import make_ragged_metadata
 
-E, K, N, BATCH = 2, 64, 16, 8
+E, K, N, BATCH = 2, 64, 64, 8
 
 
 def _args(**changes):
@@ -45,7 +47,7 @@ BAD = {
     "K not multiple of 32": ({"x": torch.zeros(BATCH, 48).to(torch.float8_e4m3fn)}, "not a multiple of 32"),
     "weights raw": ({"weights": torch.zeros(E, N, K // 2, dtype=torch.uint8)}, "weights must come from prepare_"),
     "bias dtype": ({"bias": torch.zeros(E, N, dtype=torch.bfloat16)}, "bias must be torch.float32"),
-    "bias shape": ({"bias": torch.zeros(E, N + 2)}, r"bias must be \[2, 16\]"),
+    "bias shape": ({"bias": torch.zeros(E, N + 2)}, r"bias must be \[2, 64\]"),
     "gather dtype": ({"gather_indx": torch.zeros(6, dtype=torch.int64)}, "gather_indx must be torch.int32"),
     "gather ndim": ({"gather_indx": torch.zeros(2, 3, dtype=torch.int32)}, "gather_indx must have 1 dimension"),
     "ragged type": ({"ragged": torch.tensor([4, 2])}, "ragged must be RaggedMetadata"),
@@ -56,7 +58,7 @@ BAD = {
     "alpha nan": ({"alpha": float("nan")}, "alpha must be a finite number"),
     "limit type": ({"limit": "1.4"}, "limit must be a finite number"),
     "out dtype": ({"out": torch.zeros(6, N // 2)}, "out must be torch.float8_e4m3fn"),
-    "out shape": ({"out": torch.zeros(6, N).to(torch.float8_e4m3fn)}, r"out must be \[6, 8\]"),
+    "out shape": ({"out": torch.zeros(6, N).to(torch.float8_e4m3fn)}, r"out must be \[6, 32\]"),
 }  # fmt: skip
 
 
@@ -68,9 +70,12 @@ def test_bad_argument_is_named(bad):
 
 
 def test_odd_n_is_refused():
-    weights = bmm1.prepare_weights(quantize_mxfp4(torch.randn(E, K, N + 1)), capability=(9, 0))
-    with pytest.raises(ValueError, match="N = 17 must be even"):
-        _call(weights=weights, bias=torch.zeros(E, N + 1))
+    """prepare_weights already refuses N that is not a multiple of 64: the call's own check, on weights cut to 63
+    rows."""
+    weights = _args()["weights"]
+    weights = replace(weights, scales=weights.scales[:, :, : N - 1])
+    with pytest.raises(ValueError, match="N = 63 must be even"):
+        _call(weights=weights, bias=torch.zeros(E, N - 1))
 
 
 def test_output_aliasing_an_input_is_refused():
