@@ -44,7 +44,6 @@ ROW_BLOCK = 64  # weight rows of one warpgroup: the words are stored [row block,
 CHUNK_K = 64  # K per group of 8 packed words in the weight layout (prepare_weights)
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
-_CHUNK_K = tl.constexpr(CHUNK_K)
 _ROW_BLOCK = tl.constexpr(ROW_BLOCK)
 
 
@@ -52,13 +51,12 @@ _ROW_BLOCK = tl.constexpr(ROW_BLOCK)
 class Sm90Weights(ExpertShape):
     """MXFP4 weights in the sm90 kernel's layout (prepare_weights)."""
 
-    words: torch.Tensor  # uint8 [E, N / 64, cdiv(K, 128), 64, 64]: codes re-packed, tile-major, zero past K
+    words: torch.Tensor  # uint8 [E, N / 64, cdiv(K, 128), 64, 64]: codes re-packed, tile-major, zeros past K
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
     spread: bool = True  # the bit-spread encoding (prepare_weights); False: the byte-permute table encoding
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
     zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op a scale
-    tiled: bool = True  # words tile-major (the default); False: [E, N, cdiv(K, 128) * 64], row-major (A/B runs)
 
     _leading = "scales"
 
@@ -87,6 +85,9 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     quad q holds in wgmma's A fragment for block 2c + b (K = 4q + i and 16 + 4q + i of the block). Within a word,
     magnitudes (3 bits) are byte-permute selectors, half h's byte i in nibble 4h + i; signs sit where one shift lands
     them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4), half 1's at bit 8i + 7.
+    The words are stored tile-major, [E, row block of 64, K tile of 128, row, 64 bytes], K padded with zeros to whole
+    tiles: a stage's copy of a row block is one 4 KB piece (row-major, 64 pieces of 64 bytes 1440 bytes apart, ran
+    1.01x-1.25x slower on the H200, the weight-streaming cases most: results/runs_2026-11-30_s6/).
     Scales: [E, K tile, N, block of the tile], so that one K tile's scales for a block of rows are contiguous.
     `zero_scale`: whether a block with a nonzero code has scale e8m0 0 (2 ** -127, which the kernel then builds as
     an fp32 subnormal, one instruction more a scale); a block of zeros gives zeros at any scale, so the kernel reads
@@ -150,8 +151,6 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
 
 def row_major_words(w: Sm90Weights) -> torch.Tensor:
     """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel)."""
-    if not w.tiled:
-        return w.words
     e, blocks, tiles, rows, width = w.words.shape
     return w.words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)
 
@@ -389,20 +388,16 @@ def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
 @gluon.jit
 def _issue_loads(
     tile, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr, K_TILES: gl.constexpr, ROW_WORDS: gl.constexpr,
-    TILED: gl.constexpr,
+    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr, K_TILES: gl.constexpr,
 ):  # fmt: skip
-    """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slot; zero-filled past K."""
+    """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slot; x zero-filled past K (the words
+    and scales hold zeros there), nothing past the last tile."""
     slot = tile % NUM_BUFFERS
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(x_smem.index(slot), x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
-    if TILED:  # zeros past K are stored: only tiles past the last are masked
-        w_step: gl.constexpr = _ROW_BLOCK * _TILE_K // 8
-        in_k = (offs_wc >= 0) & (tile < K_TILES)
-    else:
-        w_step: gl.constexpr = _TILE_K // 8
-        in_k = offs_wc < ROW_WORDS - tile * (_TILE_K // 8)  # whole chunks: words past K are zeros
-    cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * w_step, mask=in_k[None, :])
+    w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
+    in_w = (offs_wc >= 0) & (tile < K_TILES)
+    cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * w_tile, mask=in_w[None, :])
     cp.async_copy_global_to_shared(s_smem.index(slot), s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
     cp.commit_group()
 
@@ -410,7 +405,7 @@ def _issue_loads(
 @gluon.jit
 def _bmm1_sm90_kernel(
     x_ptr,  # fp8 [batch, K]
-    words_ptr,  # int32 [E, N / 64, cdiv(K, 128), 64, 16] (TILED) or [E, N, cdiv(K, 128) * 16]
+    words_ptr,  # int32 [E, N / 64, cdiv(K, 128), 64, 16]
     scales_ptr,  # int32 [E, cdiv(K, 128), N]: 4 e8m0 each
     bias_ptr,  # fp32 [E, N]
     gather_ptr,  # int32 [tokens]
@@ -429,7 +424,6 @@ def _bmm1_sm90_kernel(
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
-    TILED: gl.constexpr = True,  # words tile-major (Sm90Weights.tiled)
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
@@ -471,10 +465,8 @@ def _bmm1_sm90_kernel(
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
     offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
-    if TILED:  # [row block, K tile, row, word]: each K tile of 64 rows is 4 KB in one piece
-        w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * (_TILE_K // 8)
-    else:
-        w_rows = (row0 + offs_wn) * ROW_WORDS
+    # Words [row block, K tile, row, word]: one K tile of 64 rows is 4 KB in one piece.
+    w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * (_TILE_K // 8)
     w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :]
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
@@ -490,7 +482,7 @@ def _bmm1_sm90_kernel(
 
     for t in gl.static_range(NUM_BUFFERS - 1):
         _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS,
-                     K_TILES, ROW_WORDS, TILED)  # fmt: skip
+                     K_TILES)  # fmt: skip
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
@@ -499,7 +491,7 @@ def _bmm1_sm90_kernel(
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
         _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-                     K, N, NUM_BUFFERS, K_TILES, ROW_WORDS, TILED)  # fmt: skip
+                     K, N, NUM_BUFFERS, K_TILES)  # fmt: skip
         words = w_smem.index(slot).reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
         scale_words = s_smem.index(slot).load(rows_layout)
         even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
@@ -559,7 +551,6 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
                 BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
-                TILED=w.tiled,
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

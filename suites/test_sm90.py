@@ -91,7 +91,7 @@ SIGNATURE = {
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32",
     "limit": "fp32", "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr",
-    "SPREAD": "constexpr", "F16": "constexpr", "ZERO_SCALE": "constexpr", "TILED": "constexpr",
+    "SPREAD": "constexpr", "F16": "constexpr", "ZERO_SCALE": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 
@@ -99,7 +99,7 @@ ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's 
 def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0, zero_scale=False):
     block_m, num_buffers = config.tiles[tile]
     constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "SPREAD": spread and not f16,
-                  "F16": f16, "ZERO_SCALE": zero_scale, "TILED": True}  # fmt: skip
+                  "F16": f16, "ZERO_SCALE": zero_scale}  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)

@@ -1,7 +1,8 @@
 """A/B in one process: the sm90 kernel reading its packed weights tile-major (Sm90Weights.tiled: each 128-wide K tile
 of 64 rows one 4 KB piece) against row-major (each row's 1440 bytes in one piece, a tile 64 pieces of 64 bytes), the
 same codes, scales and problems; outputs compared bit for bit; best of two timings each (do_bench_cudagraph, as the
-bench tool). On the device:
+bench tool). Runs at commit 8d85c23, where the flag existed (removed right after: tile-major is the only layout).
+On the device:
 
     python3 results/runs_2026-11-30_s6/ab_tiled.py uniform-bs128,zipf-bs320,...
 """
