@@ -187,6 +187,7 @@ class Sm90Config:
     num_buffers: int  # pipeline stages; num_buffers - 1 K tiles are loaded ahead
     num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
+    pairs: bool = False  # A/B: ring split by tile parity, loop unrolled by two (one bar.sync a tile instead of two)
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -387,19 +388,60 @@ def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
 
 @gluon.jit
 def _issue_loads(
-    tile, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-    K: gl.constexpr, N: gl.constexpr, NUM_BUFFERS: gl.constexpr, K_TILES: gl.constexpr,
+    tile, x_dst, w_dst, s_dst, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
+    K: gl.constexpr, N: gl.constexpr, K_TILES: gl.constexpr,
 ):  # fmt: skip
-    """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slot; x zero-filled past K (the words
+    """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slots; x zero-filled past K (the words
     and scales hold zeros there), nothing past the last tile."""
-    slot = tile % NUM_BUFFERS
     k0 = tile * _TILE_K
-    cp.async_copy_global_to_shared(x_smem.index(slot), x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
+    cp.async_copy_global_to_shared(x_dst, x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
     w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
     in_w = (offs_wc >= 0) & (tile < K_TILES)
-    cp.async_copy_global_to_shared(w_smem.index(slot), w_ptrs + tile * w_tile, mask=in_w[None, :])
-    cp.async_copy_global_to_shared(s_smem.index(slot), s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
+    cp.async_copy_global_to_shared(w_dst, w_ptrs + tile * w_tile, mask=in_w[None, :])
+    cp.async_copy_global_to_shared(s_dst, s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
     cp.commit_group()
+
+
+@gluon.jit
+def _mma_tile(
+    acc, part, x_tile, w_tile, s_tile, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
+    a_layout: gl.constexpr, a16_layout: gl.constexpr, words_layout: gl.constexpr, rows_layout: gl.constexpr,
+    SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr,
+):  # fmt: skip
+    """One landed K tile: its 4 blocks' weights converted, one wgmma each, each partial promoted into acc."""
+    BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
+    words = w_tile.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
+    scale_words = s_tile.load(rows_layout)
+    even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
+    block0, block2 = gl.split(even.permute((0, 2, 1)))
+    block1, block3 = gl.split(odd.permute((0, 2, 1)))
+    blocks = (block0, block1, block2, block3)
+    if F16:
+        _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
+        fence_async_shared()
+        gl.thread_barrier()
+        for j in gl.static_range(BLOCKS):
+            a_lo, a_hi = _a_operands_f16(blocks[j], BLOCK_N, a16_layout)
+            x_half = x16_smem.index(j // 2)
+            x_lo = x_half.slice((j % 2) * _MX_BLOCK, 16, dim=1).permute((1, 0))
+            x_hi = x_half.slice((j % 2) * _MX_BLOCK + 16, 16, dim=1).permute((1, 0))
+            part = warpgroup_mma(a_lo, x_lo, part, use_acc=False, is_async=True)  # over the last partial
+            part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
+            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+            acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
+    else:
+        a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
+        for j in gl.static_range(BLOCKS):
+            x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
+            # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
+            part = warpgroup_mma(a, x_j, part, use_acc=False, is_async=True)
+            if j + 1 < BLOCKS:
+                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
+            scale = _block_scales(scale_words, j, ZERO_SCALE)
+            # Promote once the wgmma is done: reading its registers earlier makes ptxas serialize every wgmma.
+            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+            acc = gl.fma(part, scale[:, None], acc)
+    return acc, part
 
 
 @gluon.jit
@@ -424,13 +466,13 @@ def _bmm1_sm90_kernel(
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
+    PAIRS: gl.constexpr = False,  # A/B: the ring split by tile parity, the loop unrolled by two (one barrier a tile)
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
     GRID_N: gl.constexpr = N // BLOCK_N
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
-    BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
 
     MMA_K: gl.constexpr = 16 if F16 else 32
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -473,57 +515,54 @@ def _bmm1_sm90_kernel(
 
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-    x_smem = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_BUFFERS, BLOCK_M, _TILE_K], x_nvmma)
-    w_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N, _TILE_K // 8], plain2)
-    s_smem = gl.allocate_shared_memory(gl.int32, [NUM_BUFFERS, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    # PAIRS: even K tiles in one set of buffers, odd ones in another, and the loop unrolled by two, so that a tile's
+    # copies and the reads of the landed tile touch different allocations: Triton's barrier analysis, which cannot
+    # tell ring slots apart, then adds no second bar.sync a tile.
+    RINGS: gl.constexpr = 2 if PAIRS else 1
+    RING: gl.constexpr = NUM_BUFFERS // RINGS
+    s_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
+    x_rings = (gl.allocate_shared_memory(x_ptr.dtype.element_ty, [RING, BLOCK_M, _TILE_K], x_nvmma),)
+    w_rings = (gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N, _TILE_K // 8], plain2),)
+    s_rings = (gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N], s_layout),)
+    if PAIRS:
+        x_rings = (x_rings[0], gl.allocate_shared_memory(x_ptr.dtype.element_ty, [RING, BLOCK_M, _TILE_K], x_nvmma))
+        w_rings = (w_rings[0], gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N, _TILE_K // 8], plain2))
+        s_rings = (s_rings[0], gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N], s_layout))
+    x16_smem = x_rings[0]  # unused unless F16
     if F16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
         x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
         x16_smem = gl.allocate_shared_memory(gl.float16, [2, BLOCK_M, 64], x16_nvmma)
 
-    for t in gl.static_range(NUM_BUFFERS - 1):
-        _issue_loads(t, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, NUM_BUFFERS,
+    for p in gl.static_range(NUM_BUFFERS - 1):
+        _issue_loads(p, x_rings[p % RINGS].index(p // RINGS), w_rings[p % RINGS].index(p // RINGS),
+                     s_rings[p % RINGS].index(p // RINGS), x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N,
                      K_TILES)  # fmt: skip
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
-    for t in range(K_TILES):
-        slot = t % NUM_BUFFERS
+    for t0 in range(0, K_TILES - RINGS + 1, RINGS):
+        for r in gl.static_range(RINGS):
+            t = t0 + r
+            cp.wait_group(NUM_BUFFERS - 2)
+            gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
+            nt = t + NUM_BUFFERS - 1  # into ring (r + NUM_BUFFERS - 1) % RINGS: the other one with PAIRS
+            ni = nt // RINGS % RING
+            _issue_loads(nt, x_rings[(r + NUM_BUFFERS - 1) % RINGS].index(ni),
+                         w_rings[(r + NUM_BUFFERS - 1) % RINGS].index(ni),
+                         s_rings[(r + NUM_BUFFERS - 1) % RINGS].index(ni),
+                         x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, K_TILES)  # fmt: skip
+            i = t // RINGS % RING
+            acc, part = _mma_tile(acc, part, x_rings[r].index(i), w_rings[r].index(i), s_rings[r].index(i), x16_smem,
+                                  BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
+                                  ZERO_SCALE)  # fmt: skip
+    if K_TILES % RINGS:  # PAIRS and an odd number of tiles: the last one, in the even ring
         cp.wait_group(NUM_BUFFERS - 2)
-        gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
-        _issue_loads(t + NUM_BUFFERS - 1, x_smem, w_smem, s_smem, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-                     K, N, NUM_BUFFERS, K_TILES)  # fmt: skip
-        words = w_smem.index(slot).reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
-        scale_words = s_smem.index(slot).load(rows_layout)
-        even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
-        block0, block2 = gl.split(even.permute((0, 2, 1)))
-        block1, block3 = gl.split(odd.permute((0, 2, 1)))
-        blocks = (block0, block1, block2, block3)
-        x_tile = x_smem.index(slot)
-        if F16:
-            _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
-            fence_async_shared()
-            gl.thread_barrier()
-            for j in gl.static_range(BLOCKS):
-                a_lo, a_hi = _a_operands_f16(blocks[j], BLOCK_N, a16_layout)
-                x_half = x16_smem.index(j // 2)
-                x_lo = x_half.slice((j % 2) * _MX_BLOCK, 16, dim=1).permute((1, 0))
-                x_hi = x_half.slice((j % 2) * _MX_BLOCK + 16, 16, dim=1).permute((1, 0))
-                part = warpgroup_mma(a_lo, x_lo, part, use_acc=False, is_async=True)  # over the last partial
-                part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
-                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
-        else:
-            a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
-            for j in gl.static_range(BLOCKS):
-                x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
-                # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
-                part = warpgroup_mma(a, x_j, part, use_acc=False, is_async=True)
-                if j + 1 < BLOCKS:
-                    a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
-                scale = _block_scales(scale_words, j, ZERO_SCALE)
-                # Promote once the wgmma is done: reading its registers earlier makes ptxas serialize every wgmma.
-                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = gl.fma(part, scale[:, None], acc)
+        gl.thread_barrier()
+        acc, part = _mma_tile(acc, part, x_rings[0].index((K_TILES - 1) // RINGS % RING),
+                              w_rings[0].index((K_TILES - 1) // RINGS % RING),
+                              s_rings[0].index((K_TILES - 1) // RINGS % RING),
+                              x16_smem, BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
+                              ZERO_SCALE)  # fmt: skip
     cp.wait_group(0)
 
     if SPREAD:
@@ -551,6 +590,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
                 BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
+                PAIRS=bool(config.pairs),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out
