@@ -187,7 +187,9 @@ class Sm90Config:
     num_buffers: int  # pipeline stages; num_buffers - 1 K tiles are loaded ahead
     num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
-    pairs: bool = False  # A/B: ring split by tile parity, loop unrolled by two (one bar.sync a tile instead of two)
+    # Even and odd K tiles in two sets of buffers, the loop unrolled by two: one bar.sync a tile instead of two (the
+    # kernel's PAIRS). Worth it where registers are plentiful: unrolled, ptxas keeps more of two tiles live.
+    pairs: bool = False
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -216,10 +218,12 @@ class Sm90Config:
 # its 32 cases, the largest, up to 1.7x slower elsewhere), the same as two 64-token wgmmas a block (slower on all 11
 # cases tried), 5 programs a multiprocessor at 96 registers (slower on all 14; runs_2026-11-30_s5/), and split_at 64
 # on the small tiles (zipf-bs128 66 -> 54 us, but zipf-bs320 44 -> 69 us: a hot slice of a few 64-row tiles runs its
-# whole K on few programs).
+# whole K on few programs). The two small tiles split their rings by K-tile parity (`pairs`): 1.01x-1.05x on the
+# cases they take (54 registers instead of 48-50; runs_2026-11-30_s6/sweep_pairs.log); at block_m 32 and 64 the
+# unrolled loop needs 98-162 registers, one program a multiprocessor fewer, and ran slower.
 CONFIGS = (
-    (7, Sm90Config(block_m=8, num_buffers=8, num_warps=4)),
-    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4)),
+    (7, Sm90Config(block_m=8, num_buffers=8, num_warps=4, pairs=True)),
+    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4, pairs=True)),
     (96, Sm90Config(block_m=32, num_buffers=4, num_warps=8)),
     (192, Sm90Config(block_m=64, num_buffers=4, num_warps=8)),
     (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4, maxnreg=128)),
@@ -466,7 +470,7 @@ def _bmm1_sm90_kernel(
     SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
-    PAIRS: gl.constexpr = False,  # A/B: the ring split by tile parity, the loop unrolled by two (one barrier a tile)
+    PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
