@@ -196,6 +196,10 @@ class Sm90Config:
     large_block_m: int = 64
     large_num_buffers: int = 4
 
+    def __post_init__(self):
+        if self.pairs and (self.num_buffers % 2 or self.split_at):
+            raise ValueError(f"Sm90Config: pairs needs an even num_buffers and no split_at, got {self}")
+
     @property
     def block_n(self) -> int:  # weight rows per tile
         return 16 * self.num_warps

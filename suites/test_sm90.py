@@ -1,6 +1,7 @@
 """The sm_90a kernel on the CPU: its weight layout against the exact dequantization, and its compilation."""
 
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -80,6 +81,17 @@ def test_words_are_tile_major_with_zeros_past_k():
 def test_weight_rows_must_fill_64_row_blocks():
     with pytest.raises(ValueError, match="sm90 layout needs N a multiple of 64, got 96"):
         _sm90.prepare_weights(_random_weights(n=96))
+
+
+def test_parity_rings_need_an_even_ring():
+    """With pairs, tile t + num_buffers - 1 must land in the other ring than tile t: an odd ring would overwrite a
+    stage still being read (a forced `num_buffers=3` on a small tile, say), so the config refuses it."""
+    config = _sm90.CONFIGS[0][1]
+    assert config.pairs
+    with pytest.raises(ValueError, match="pairs needs an even num_buffers"):
+        replace(config, num_buffers=3)
+    with pytest.raises(ValueError, match="pairs needs an even num_buffers and no split_at"):
+        replace(config, split_at=16)
 
 
 def test_nan_scale_is_refused():
