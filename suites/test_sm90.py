@@ -146,8 +146,9 @@ def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_
     assert kernel.metadata.shared <= 227 * 1024
 
 
-# SASS a warp issues in the main loop (one 128-wide K tile) for each table entry, as measured on the H200 (e0673ac:
-# tile-major words, 4 to 10 fewer than the row-major layout's but 5 more on the 128-register entry). Where slices are
+# SASS a warp issues in the main loop (one 128-wide K tile, two for the entries with pairs) for each table entry, as
+# measured on the H200 (e0673ac: tile-major words, 4 to 10 fewer than the row-major layout's but 5 more on the
+# 128-register entry; a1841ce: block_m 8 and 16 with pairs, 146 and 159 a tile). Where slices are
 # large the fp8 path issues in two thirds of the cycles, the promotion FFMA alone in most of them
 # (results/NOTES_sm90.md): an instruction added here is paid in time there, so the budget fails CI before a GPU run
 # would show it.
