@@ -395,12 +395,31 @@ def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
 
 
 @gluon.jit
+def _ring(x_dtype: gl.constexpr, RING: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """The buffers of RING pipeline stages: gathered x rows (128-byte swizzled, wgmma's B), packed words, scales."""
+    x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+    plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
+    return (
+        gl.allocate_shared_memory(x_dtype, [RING, BLOCK_M, _TILE_K], x_nvmma),
+        gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N, _TILE_K // 8], plain2),
+        gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0])),
+    )
+
+
+@gluon.jit
+def _stage(ring, i):
+    """Slot i of a ring (its x, words and scales buffers): one pipeline stage's three buffers."""
+    return ring[0].index(i), ring[1].index(i), ring[2].index(i)
+
+
+@gluon.jit
 def _issue_loads(
-    tile, x_dst, w_dst, s_dst, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s,
-    K: gl.constexpr, N: gl.constexpr, K_TILES: gl.constexpr,
+    tile, stage, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K: gl.constexpr, N: gl.constexpr,
+    K_TILES: gl.constexpr,
 ):  # fmt: skip
-    """cp.async of K tile `tile` (x rows, packed words, scales) into its ring slots; x zero-filled past K (the words
-    and scales hold zeros there), nothing past the last tile."""
+    """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`; x zero-filled past K (the words and
+    scales hold zeros there), nothing past the last tile."""
+    x_dst, w_dst, s_dst = stage
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(x_dst, x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
     w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
@@ -412,12 +431,14 @@ def _issue_loads(
 
 @gluon.jit
 def _mma_tile(
-    acc, part, x_tile, w_tile, s_tile, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
+    acc, part, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
     a_layout: gl.constexpr, a16_layout: gl.constexpr, words_layout: gl.constexpr, rows_layout: gl.constexpr,
     SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr,
 ):  # fmt: skip
-    """One landed K tile: its 4 blocks' weights converted, one wgmma each, each partial promoted into acc."""
+    """One landed K tile (`stage`): its 4 blocks' weights converted, one wgmma each, each partial promoted into
+    acc."""
     BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
+    x_tile, w_tile, s_tile = stage
     words = w_tile.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
     scale_words = s_tile.load(rows_layout)
     even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
@@ -521,29 +542,22 @@ def _bmm1_sm90_kernel(
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
 
-    plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
-    x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     # PAIRS: even K tiles in one set of buffers, odd ones in another, and the loop unrolled by two, so that a tile's
     # copies and the reads of the landed tile touch different allocations: Triton's barrier analysis, which cannot
     # tell ring slots apart, then adds no second bar.sync a tile.
     RINGS: gl.constexpr = 2 if PAIRS else 1
     RING: gl.constexpr = NUM_BUFFERS // RINGS
-    s_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
-    x_rings = (gl.allocate_shared_memory(x_ptr.dtype.element_ty, [RING, BLOCK_M, _TILE_K], x_nvmma),)
-    w_rings = (gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N, _TILE_K // 8], plain2),)
-    s_rings = (gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N], s_layout),)
+    rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, BLOCK_N),)
     if PAIRS:
-        x_rings = (x_rings[0], gl.allocate_shared_memory(x_ptr.dtype.element_ty, [RING, BLOCK_M, _TILE_K], x_nvmma))
-        w_rings = (w_rings[0], gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N, _TILE_K // 8], plain2))
-        s_rings = (s_rings[0], gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N], s_layout))
-    x16_smem = x_rings[0]  # unused unless F16
+        rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, BLOCK_N))
+    x16_smem = rings[0][0]  # unused unless F16
     if F16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
         x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
         x16_smem = gl.allocate_shared_memory(gl.float16, [2, BLOCK_M, 64], x16_nvmma)
 
+    # Tile t lives in ring t % RINGS, slot t // RINGS % RING.
     for p in gl.static_range(NUM_BUFFERS - 1):
-        _issue_loads(p, x_rings[p % RINGS].index(p // RINGS), w_rings[p % RINGS].index(p // RINGS),
-                     s_rings[p % RINGS].index(p // RINGS), x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N,
+        _issue_loads(p, _stage(rings[p % RINGS], p // RINGS), x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N,
                      K_TILES)  # fmt: skip
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
@@ -553,24 +567,16 @@ def _bmm1_sm90_kernel(
             t = t0 + r
             cp.wait_group(NUM_BUFFERS - 2)
             gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
-            nt = t + NUM_BUFFERS - 1  # into ring (r + NUM_BUFFERS - 1) % RINGS: the other one with PAIRS
-            ni = nt // RINGS % RING
-            _issue_loads(nt, x_rings[(r + NUM_BUFFERS - 1) % RINGS].index(ni),
-                         w_rings[(r + NUM_BUFFERS - 1) % RINGS].index(ni),
-                         s_rings[(r + NUM_BUFFERS - 1) % RINGS].index(ni),
-                         x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N, K_TILES)  # fmt: skip
-            i = t // RINGS % RING
-            acc, part = _mma_tile(acc, part, x_rings[r].index(i), w_rings[r].index(i), s_rings[r].index(i), x16_smem,
-                                  BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
-                                  ZERO_SCALE)  # fmt: skip
+            nt = t + NUM_BUFFERS - 1  # in the other ring with PAIRS (NUM_BUFFERS is even)
+            _issue_loads(nt, _stage(rings[(r + NUM_BUFFERS - 1) % RINGS], nt // RINGS % RING), x_ptrs, offs_xk,
+                         w_ptrs, offs_wc, s_ptrs, offs_s, K, N, K_TILES)  # fmt: skip
+            acc, part = _mma_tile(acc, part, _stage(rings[r], t // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M,
+                                  a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16, ZERO_SCALE)  # fmt: skip
     if K_TILES % RINGS:  # PAIRS and an odd number of tiles: the last one, in the even ring
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
-        acc, part = _mma_tile(acc, part, x_rings[0].index((K_TILES - 1) // RINGS % RING),
-                              w_rings[0].index((K_TILES - 1) // RINGS % RING),
-                              s_rings[0].index((K_TILES - 1) // RINGS % RING),
-                              x16_smem, BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
-                              ZERO_SCALE)  # fmt: skip
+        acc, part = _mma_tile(acc, part, _stage(rings[0], (K_TILES - 1) // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M,
+                              a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16, ZERO_SCALE)  # fmt: skip
     cp.wait_group(0)
 
     if SPREAD:
