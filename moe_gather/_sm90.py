@@ -190,6 +190,9 @@ class Sm90Config:
     # Even and odd K tiles in two sets of buffers, the loop unrolled by two: one bar.sync a tile instead of two (the
     # kernel's PAIRS). Worth it where registers are plentiful: unrolled, ptxas keeps more of two tiles live.
     pairs: bool = False
+    # Two partial sums: block j's promotion runs while block j + 1's wgmma does. ptxas keeps them apart only with
+    # the registers for both (block_m 64: 168 instead of 126; capped, it serializes the wgmmas again).
+    overlap: bool = False
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -431,12 +434,12 @@ def _issue_loads(
 
 @gluon.jit
 def _mma_tile(
-    acc, part, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
+    acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
     a_layout: gl.constexpr, a16_layout: gl.constexpr, words_layout: gl.constexpr, rows_layout: gl.constexpr,
-    SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr,
+    SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, OVERLAP: gl.constexpr,
 ):  # fmt: skip
     """One landed K tile (`stage`): its 4 blocks' weights converted, one wgmma each, each partial promoted into
-    acc."""
+    acc. OVERLAP: block j + 1's wgmma writes `spare` while block j's partial is promoted (Sm90Config.overlap)."""
     BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
     x_tile, w_tile, s_tile = stage
     words = w_tile.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
@@ -459,18 +462,32 @@ def _mma_tile(
             part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
             acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
     else:
+        # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
         a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
+        part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
         for j in gl.static_range(BLOCKS):
-            x_j = x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
-            # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
-            part = warpgroup_mma(a, x_j, part, use_acc=False, is_async=True)
             if j + 1 < BLOCKS:
                 a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
             scale = _block_scales(scale_words, j, ZERO_SCALE)
-            # Promote once the wgmma is done: reading its registers earlier makes ptxas serialize every wgmma.
-            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-            acc = gl.fma(part, scale[:, None], acc)
-    return acc, part
+            if OVERLAP and j + 1 < BLOCKS:
+                spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
+                part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's, block j + 1's in flight
+                acc = gl.fma(part, scale[:, None], acc)
+                part, spare = spare, part
+            else:
+                # Promote once the wgmma is done: without a spare partial, reading its registers while the next
+                # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
+                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                acc = gl.fma(part, scale[:, None], acc)
+                if j + 1 < BLOCKS:
+                    part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
+    return acc, part, spare
+
+
+@gluon.jit
+def _x_block(x_tile, j: gl.constexpr):
+    """K block j of a landed x tile [BLOCK_M, 128] as wgmma's B operand [32, BLOCK_M]."""
+    return x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
 
 
 @gluon.jit
@@ -496,6 +513,7 @@ def _bmm1_sm90_kernel(
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
+    OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partials, a block's promotion beside the next wgmma
 ):
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
@@ -562,6 +580,7 @@ def _bmm1_sm90_kernel(
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
+    spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # the next one's, with OVERLAP
     for t0 in range(0, K_TILES - RINGS + 1, RINGS):
         for r in gl.static_range(RINGS):
             t = t0 + r
@@ -570,13 +589,15 @@ def _bmm1_sm90_kernel(
             nt = t + NUM_BUFFERS - 1  # in the other ring with PAIRS (NUM_BUFFERS is even)
             _issue_loads(nt, _stage(rings[(r + NUM_BUFFERS - 1) % RINGS], nt // RINGS % RING), x_ptrs, offs_xk,
                          w_ptrs, offs_wc, s_ptrs, offs_s, K, N, K_TILES)  # fmt: skip
-            acc, part = _mma_tile(acc, part, _stage(rings[r], t // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M,
-                                  a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16, ZERO_SCALE)  # fmt: skip
+            acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[r], t // RINGS % RING), x16_smem, BLOCK_N,
+                                         BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
+                                         ZERO_SCALE, OVERLAP)  # fmt: skip
     if K_TILES % RINGS:  # PAIRS and an odd number of tiles: the last one, in the even ring
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
-        acc, part = _mma_tile(acc, part, _stage(rings[0], (K_TILES - 1) // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M,
-                              a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16, ZERO_SCALE)  # fmt: skip
+        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], (K_TILES - 1) // RINGS % RING), x16_smem,
+                                     BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
+                                     ZERO_SCALE, OVERLAP)  # fmt: skip
     cp.wait_group(0)
 
     if SPREAD:
@@ -604,7 +625,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
                 BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
-                PAIRS=bool(config.pairs),
+                PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out
