@@ -193,6 +193,8 @@ class Sm90Config:
     # Two partial sums: block j's promotion runs while block j + 1's wgmma does. ptxas keeps them apart only with
     # the registers for both (block_m 64: 168 instead of 126; capped, it serializes the wgmmas again).
     overlap: bool = False
+    # A slice's last tile at half width (block_m / 2 tokens, half the wgmma and promotion work) when its rows fit.
+    narrow: bool = False
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -202,6 +204,8 @@ class Sm90Config:
     def __post_init__(self):
         if self.pairs and (self.num_buffers % 2 or self.split_at):
             raise ValueError(f"Sm90Config: pairs needs an even num_buffers and no split_at, got {self}")
+        if self.narrow and self.block_m < 16:
+            raise ValueError(f"Sm90Config: narrow needs block_m >= 16 (wgmma's N is 8 at least), got {self}")
 
     @property
     def block_n(self) -> int:  # weight rows per tile
@@ -514,10 +518,40 @@ def _bmm1_sm90_kernel(
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
     OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partials, a block's promotion beside the next wgmma
+    NARROW: gl.constexpr = False,  # Sm90Config.narrow: a slice's last tile at half width when it fits
 ):
+    GRID_N: gl.constexpr = N // (16 * gl.num_warps())
+    pid = gl.program_id(0)
+    entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
+    if entry < 0:
+        return
+    pid_n = pid % GRID_N
+    expert = entry & 0xFFFF
+    pid_m = entry >> 16
+    size = gl.load(slice_sizes_ptr + expert)
+    start = gl.load(slice_offs_ptr + expert)
+
+    if NARROW and size - pid_m * BLOCK_M <= BLOCK_M // 2:  # the slice's last rows fit half a tile
+        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
+              expert, 2 * pid_m, pid_n, size, start, K, N, BLOCK_M // 2, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
+              OVERLAP)  # fmt: skip
+    else:
+        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
+              expert, pid_m, pid_n, size, start, K, N, BLOCK_M, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
+              OVERLAP)  # fmt: skip
+
+
+@gluon.jit
+def _tile(
+    x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
+    expert, pid_m, pid_n, size, start, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
+    NUM_BUFFERS: gl.constexpr, SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr,
+    PAIRS: gl.constexpr, OVERLAP: gl.constexpr,
+):  # fmt: skip
+    """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
+    pid_n; the K loop and the epilogue."""
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
-    GRID_N: gl.constexpr = N // BLOCK_N
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
 
@@ -533,16 +567,6 @@ def _bmm1_sm90_kernel(
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
-
-    pid = gl.program_id(0)
-    entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
-    if entry < 0:
-        return
-    pid_n = pid % GRID_N
-    expert = entry & 0xFFFF
-    pid_m = entry >> 16
-    size = gl.load(slice_sizes_ptr + expert)
-    start = gl.load(slice_offs_ptr + expert)
 
     # Gathered x rows; rows past the slice repeat its last row (their outputs are never stored).
     offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
@@ -625,7 +649,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
                 BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
-                PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap),
+                PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap), NARROW=bool(config.narrow),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out
