@@ -193,8 +193,9 @@ class Sm90Config:
     # Two partial sums: block j's promotion runs while block j + 1's wgmma does. ptxas keeps them apart only with
     # the registers for both (block_m 64: 168 instead of 126; capped, it serializes the wgmmas again).
     overlap: bool = False
-    # A slice's last tile at half width (block_m / 2 tokens, half the wgmma and promotion work) when its rows fit.
-    narrow: bool = False
+    # A slice's last tile at block_m / 2 (narrow 1) or block_m / 4 (2) tokens when its rows fit: one launch, the
+    # wgmma, promotion and x copies of the width the rows need (the kernel holds a K loop for each width).
+    narrow: int = 0
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -204,8 +205,8 @@ class Sm90Config:
     def __post_init__(self):
         if self.pairs and (self.num_buffers % 2 or self.split_at):
             raise ValueError(f"Sm90Config: pairs needs an even num_buffers and no split_at, got {self}")
-        if self.narrow and self.block_m < 16:
-            raise ValueError(f"Sm90Config: narrow needs block_m >= 16 (wgmma's N is 8 at least), got {self}")
+        if self.block_m >> self.narrow < 8 or self.narrow not in (0, 1, 2):
+            raise ValueError(f"Sm90Config: narrow is 0, 1 or 2 halvings of block_m to 8 at least, got {self}")
 
     @property
     def block_n(self) -> int:  # weight rows per tile
@@ -518,7 +519,7 @@ def _bmm1_sm90_kernel(
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
     OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partials, a block's promotion beside the next wgmma
-    NARROW: gl.constexpr = False,  # Sm90Config.narrow: a slice's last tile at half width when it fits
+    NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
@@ -531,7 +532,12 @@ def _bmm1_sm90_kernel(
     size = gl.load(slice_sizes_ptr + expert)
     start = gl.load(slice_offs_ptr + expert)
 
-    if NARROW and size - pid_m * BLOCK_M <= BLOCK_M // 2:  # the slice's last rows fit half a tile
+    rows_left = size - pid_m * BLOCK_M
+    if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
+        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
+              expert, 4 * pid_m, pid_n, size, start, K, N, BLOCK_M // 4, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
+              OVERLAP)  # fmt: skip
+    elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
         _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
               expert, 2 * pid_m, pid_n, size, start, K, N, BLOCK_M // 2, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
               OVERLAP)  # fmt: skip
@@ -649,7 +655,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
                 BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
-                PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap), NARROW=bool(config.narrow),
+                PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap), NARROW=config.narrow,
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out
