@@ -2,7 +2,8 @@
 
 One program computes one (token block, weight-row block) tile of one expert, swap-AB: the weights are the wgmma's
 64-row side (each warpgroup owns 64 rows of W^T) and the expert's few gathered tokens its N side (block_m = 8..64),
-so small slices waste no MMA rows. A ring of shared-memory stages, filled with cp.async, holds for each 128-wide K
+so small slices waste no MMA rows; a slice's last tile narrows to the width its rows need (a half or a quarter of
+block_m, one launch). A ring of shared-memory stages, filled with cp.async, holds for each 128-wide K
 tile the gathered x rows, the packed weights and their scales. Each thread reads its own packed words and turns
 them into fp8 in registers, directly in the layout of wgmma's register A operand (e2m1 values are e4m3 values: 8 per
 32-bit word with two byte permutes through a constant table; `prepare_weights` orders the words so that a thread's
@@ -220,25 +221,22 @@ class Sm90Config:
 
 
 # rows per local slice of the call (select_config) up to which a config is chosen -> config; first match wins.
-# From the sweeps on the H200 (results/sm90_sweep_h200.md): a tile's cost is its weight conversion plus its
-# promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that holds a typical slice wins
-# until the wgmma's latency dominates; deeper prefetch pays only for the tiny tiles. block_m 8 up to 7 rows: at 8,
-# block_m 16 was 7-11% faster on all three such cases (runs_2026-11-30_s4/sweep_key8.log). From 17 rows on, two
-# warpgroups (128 weight rows) share each x tile: block_m 32 up to 96 rows (uniform-bs2560, 78 rows: 226 us at
-# block_m 64, 163 us), block_m 64 beyond; past 192 rows one warpgroup at 128 registers, 4 programs a multiprocessor
-# (the sweep of session 4, runs_2026-11-30_s4/). Measured and left out (NOTES_sm90.md): block_m 128 (faster on 2 of
-# its 32 cases, the largest, up to 1.7x slower elsewhere), the same as two 64-token wgmmas a block (slower on all 11
-# cases tried), 5 programs a multiprocessor at 96 registers (slower on all 14; runs_2026-11-30_s5/), and split_at 64
-# on the small tiles (zipf-bs128 66 -> 54 us, but zipf-bs320 44 -> 69 us: a hot slice of a few 64-row tiles runs its
-# whole K on few programs). The two small tiles split their rings by K-tile parity (`pairs`): 1.01x-1.05x on the
-# cases they take (54 registers instead of 48-50; runs_2026-11-30_s6/sweep_pairs.log); at block_m 32 and 64 the
-# unrolled loop needs 98-162 registers, one program a multiprocessor fewer, and ran slower.
+# From the sweeps on the H200 (results/runs_2026-11-30_s7/; the history in results/NOTES_sm90.md): a tile's cost is
+# its weight conversion plus its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile
+# that holds a typical slice wins until the wgmma's latency dominates. Every entry narrows a slice's last tile to the
+# rows it holds (`narrow`: 1.01x-1.17x over the same tile without, on every case tried), which is what lets a larger
+# tile win sooner: block_m 16 on one warpgroup up to 16 rows (it beats block_m 8 on 20 of the 23 cases of up to 16
+# rows, by up to 1.4x), its rings split by K-tile parity (`pairs`, one bar.sync a tile) and its two partial sums
+# overlapped (`overlap`; 72 registers, which these small tiles have to spare); block_m 32 on two warpgroups (128
+# weight rows share each x tile) up to 48; beyond, block_m 64 on one warpgroup at 128 registers, 4 programs a
+# multiprocessor (faster than two warpgroups on all 32 cases tried of 49 to 410 rows a slice). Measured and left out
+# (NOTES_sm90.md): block_m 128 (255 registers, 2 programs a multiprocessor), two 64-token wgmmas a block, 5 programs
+# a multiprocessor at 96 registers, `split_at` on the small tiles, `pairs` or `overlap` on block_m 32 and 64 (98-168
+# registers: a program a multiprocessor fewer, slower).
 CONFIGS = (
-    (7, Sm90Config(block_m=8, num_buffers=8, num_warps=4, pairs=True)),
-    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4, pairs=True)),
-    (96, Sm90Config(block_m=32, num_buffers=4, num_warps=8)),
-    (192, Sm90Config(block_m=64, num_buffers=4, num_warps=8)),
-    (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4, maxnreg=128)),
+    (16, Sm90Config(block_m=16, num_buffers=4, num_warps=4, pairs=True, overlap=True, narrow=1)),
+    (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, narrow=2)),
+    (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4, maxnreg=128, narrow=2)),
 )
 
 
@@ -496,58 +494,6 @@ def _x_block(x_tile, j: gl.constexpr):
 
 
 @gluon.jit
-def _bmm1_sm90_kernel(
-    x_ptr,  # fp8 [batch, K]
-    words_ptr,  # int32 [E, N / 64, cdiv(K, 128), 64, 16]
-    scales_ptr,  # int32 [E, cdiv(K, 128), N]: 4 e8m0 each
-    bias_ptr,  # fp32 [E, N]
-    gather_ptr,  # int32 [tokens]
-    slice_sizes_ptr,  # int32 [E]
-    slice_offs_ptr,  # int32 [E + 1]
-    schedule_ptr,  # int32 [max_blocks]: slice | pid_m << 16, -1 past the end
-    x_scale_ptr,  # fp32 [1]
-    out_scale_ptr,  # fp32 [1]
-    out_ptr,  # fp8 [tokens, N/2]
-    alpha,
-    limit,
-    K: gl.constexpr,
-    N: gl.constexpr,
-    BLOCK_M: gl.constexpr,
-    NUM_BUFFERS: gl.constexpr,
-    SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
-    F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
-    ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
-    PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
-    OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partials, a block's promotion beside the next wgmma
-    NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
-):
-    GRID_N: gl.constexpr = N // (16 * gl.num_warps())
-    pid = gl.program_id(0)
-    entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
-    if entry < 0:
-        return
-    pid_n = pid % GRID_N
-    expert = entry & 0xFFFF
-    pid_m = entry >> 16
-    size = gl.load(slice_sizes_ptr + expert)
-    start = gl.load(slice_offs_ptr + expert)
-
-    rows_left = size - pid_m * BLOCK_M
-    if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
-              expert, 4 * pid_m, pid_n, size, start, K, N, BLOCK_M // 4, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
-              OVERLAP)  # fmt: skip
-    elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
-              expert, 2 * pid_m, pid_n, size, start, K, N, BLOCK_M // 2, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
-              OVERLAP)  # fmt: skip
-    else:
-        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
-              expert, pid_m, pid_n, size, start, K, N, BLOCK_M, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
-              OVERLAP)  # fmt: skip
-
-
-@gluon.jit
 def _tile(
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
     expert, pid_m, pid_n, size, start, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
@@ -636,6 +582,58 @@ def _tile(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
         N, BLOCK_M, BLOCK_N,
     )  # fmt: skip
+
+
+@gluon.jit
+def _bmm1_sm90_kernel(
+    x_ptr,  # fp8 [batch, K]
+    words_ptr,  # int32 [E, N / 64, cdiv(K, 128), 64, 16]
+    scales_ptr,  # int32 [E, cdiv(K, 128), N]: 4 e8m0 each
+    bias_ptr,  # fp32 [E, N]
+    gather_ptr,  # int32 [tokens]
+    slice_sizes_ptr,  # int32 [E]
+    slice_offs_ptr,  # int32 [E + 1]
+    schedule_ptr,  # int32 [max_blocks]: slice | pid_m << 16, -1 past the end
+    x_scale_ptr,  # fp32 [1]
+    out_scale_ptr,  # fp32 [1]
+    out_ptr,  # fp8 [tokens, N/2]
+    alpha,
+    limit,
+    K: gl.constexpr,
+    N: gl.constexpr,
+    BLOCK_M: gl.constexpr,
+    NUM_BUFFERS: gl.constexpr,
+    SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
+    F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
+    ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
+    PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
+    OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partials, a block's promotion beside the next wgmma
+    NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
+):
+    GRID_N: gl.constexpr = N // (16 * gl.num_warps())
+    pid = gl.program_id(0)
+    entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
+    if entry < 0:
+        return
+    pid_n = pid % GRID_N
+    expert = entry & 0xFFFF
+    pid_m = entry >> 16
+    size = gl.load(slice_sizes_ptr + expert)
+    start = gl.load(slice_offs_ptr + expert)
+
+    rows_left = size - pid_m * BLOCK_M
+    if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
+        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
+              expert, 4 * pid_m, pid_n, size, start, K, N, BLOCK_M // 4, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
+              OVERLAP)  # fmt: skip
+    elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
+        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
+              expert, 2 * pid_m, pid_n, size, start, K, N, BLOCK_M // 2, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
+              OVERLAP)  # fmt: skip
+    else:
+        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
+              expert, pid_m, pid_n, size, start, K, N, BLOCK_M, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
+              OVERLAP)  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):

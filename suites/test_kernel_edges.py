@@ -1,5 +1,6 @@
 """The kernel on the hard inputs of issues 3 and 6: scales spread widely within a weight row, x near +-448, NaN and
-Inf inputs, an out scale that saturates, empty local experts, one expert taking every row, a shard with no rows.
+Inf inputs, an out scale that saturates, empty local experts, one expert taking every row, a shard with no rows;
+and every tile width of each sm90 table entry (a slice's last tile narrowed to its rows).
 Each against the golden reference with the kernel's tolerance; small gpt-oss-shaped problems (K = 2880, N = 5760)
 on the GPU."""
 
@@ -8,7 +9,7 @@ import dataclasses
 import pytest
 import torch
 
-from moe_gather import bmm1
+from moe_gather import _sm90, bmm1
 from moe_gather.mxfp4 import MXFP4Weights
 from moe_gather.problem import (
     MODELS,
@@ -133,3 +134,30 @@ def test_shard_with_no_rows_launches_nothing(params):
     out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights))
     assert out.shape == (0, MODEL.n // 2)
     assert reference_for(problem).out.shape == (0, MODEL.n // 2)
+
+
+def _sized_routing(sizes):
+    """Local slice e gets exactly sizes[e] rows: each token's best expert is its slice's, the rest of its top-k in
+    other shards."""
+    shard, per_shard = local_shard(MODEL), MODEL.local_experts
+    assert len(sizes) == per_shard
+    logits = torch.full((sum(sizes), MODEL.num_experts), 50.0)
+    logits[:, shard * per_shard : (shard + 1) * per_shard] = -100
+    group = torch.repeat_interleave(torch.arange(per_shard), torch.tensor(sizes))
+    logits[torch.arange(sum(sizes)), shard * per_shard + group] = 100
+    logits += torch.rand(logits.shape, generator=torch.Generator().manual_seed(5))  # ties broken, order kept
+    return route(logits.half().cuda(), MODEL.top_k, MODEL.num_shards, shard)
+
+
+@pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
+def test_every_tile_width_of_each_sm90_entry(params, gpu, config):
+    """Slices whose last tile takes each width an entry narrows to (block_m, / 2, / 4) and ones that end on a tile
+    boundary, in one launch: each against the reference."""
+    if gpu.capability[0] != 9:
+        pytest.skip(f"the sm90 table's entries run on sm_90 only, this is {gpu.found}")
+    sizes = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 128, 0]
+    routing = _sized_routing(sizes)
+    assert routing.ragged.slice_sizes.tolist() == sizes
+    problem = _problem(params, batch=sum(sizes), routing=routing)
+    out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"tile widths, {config}")
