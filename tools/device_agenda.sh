@@ -33,14 +33,12 @@ case "${1:-}" in
     done ;;
   slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
-  sanitize)  # one case per table entry (uniform routing: 31, 125, 13 and 5 rows a slice), the 128-register entry
-             # forced on bs1024: its own cases (257 rows and more) outlast a call under racecheck
-    for spec in 1024: 4096: 1024:block_m=64,num_warps=4,maxnreg=128 384: 128:; do
-      b=${spec%%:*} force=${spec#*:}
+  sanitize)  # a case per table entry (block_m 16, 32, 64), zipf routing: cold slices' last tiles narrowed
+    for case in zipf:128 zipf:2048 zipf:1792; do
       for tool in memcheck racecheck synccheck; do
-        echo "== $tool uniform-bs$b $force" | tee -a "$OUT/sanitize.log"
-        MOE_GATHER_SM90_FORCE=$force compute-sanitizer --tool "$tool" --error-exitcode 9 \
-          python3 tools/sanitize_case.py uniform "$b" 2>&1 | tail -3 | tee -a "$OUT/sanitize.log"
+        echo "== $tool ${case%%:*}-bs${case##*:}" | tee -a "$OUT/sanitize.log"
+        compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py "${case%%:*}" \
+          "${case##*:}" 2>&1 | tail -3 | tee -a "$OUT/sanitize.log"
         echo "exit status ${PIPESTATUS[0]}" | tee -a "$OUT/sanitize.log"
       done
     done ;;
