@@ -195,7 +195,8 @@ class Sm90Config:
     # the registers for both (block_m 64: 168 instead of 126; capped, it serializes the wgmmas again).
     overlap: bool = False
     # A slice's last tile at block_m / 2 (narrow 1) or block_m / 4 (2) tokens when its rows fit: one launch, the
-    # wgmma, promotion and x copies of the width the rows need (the kernel holds a K loop for each width).
+    # wgmma, promotion and x copies of the width the rows need (the kernel holds a K loop for each width). At most:
+    # a launch's tile narrows down to 8 tokens (wgmma's smallest N), so a forced smaller block_m keeps working.
     narrow: int = 0
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
@@ -206,8 +207,8 @@ class Sm90Config:
     def __post_init__(self):
         if self.pairs and (self.num_buffers % 2 or self.split_at):
             raise ValueError(f"Sm90Config: pairs needs an even num_buffers and no split_at, got {self}")
-        if self.block_m >> self.narrow < 8 or self.narrow not in (0, 1, 2):
-            raise ValueError(f"Sm90Config: narrow is 0, 1 or 2 halvings of block_m to 8 at least, got {self}")
+        if self.narrow not in (0, 1, 2):
+            raise ValueError(f"Sm90Config: narrow is 0, 1 or 2 halvings of block_m, got {self}")
 
     @property
     def block_n(self) -> int:  # weight rows per tile
@@ -636,6 +637,11 @@ def _bmm1_sm90_kernel(
               OVERLAP)  # fmt: skip
 
 
+def _narrowing(narrow: int, block_m: int) -> int:
+    """Halvings of block_m a launch may make for a slice's last tile: at most `narrow`, down to 8 tokens."""
+    return min(narrow, (block_m // 8).bit_length() - 1)
+
+
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged)
@@ -653,7 +659,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
                 BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
-                PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap), NARROW=config.narrow,
+                PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap), NARROW=_narrowing(config.narrow, block_m),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

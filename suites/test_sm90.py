@@ -94,13 +94,19 @@ def test_parity_rings_need_an_even_ring():
         replace(config, split_at=16)
 
 
-def test_narrow_stops_at_wgmmas_smallest_n():
-    """narrow halves block_m for a slice's last tile once or twice; wgmma's N is 8 at least."""
-    assert replace(_sm90.CONFIGS[0][1], narrow=1).narrow == 1  # block_m 16 -> 8
-    with pytest.raises(ValueError, match="narrow is 0, 1 or 2 halvings of block_m to 8 at least"):
-        replace(_sm90.CONFIGS[0][1], narrow=2)  # 16 -> 4
-    with pytest.raises(ValueError, match="narrow is 0, 1 or 2"):
+def test_narrow_is_zero_one_or_two_halvings():
+    with pytest.raises(ValueError, match="narrow is 0, 1 or 2 halvings of block_m"):
         _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=3)
+
+
+@pytest.mark.parametrize(("block_m", "narrow", "launched"), [(64, 2, 2), (32, 2, 2), (16, 2, 1), (16, 1, 1), (8, 2, 0)])
+def test_a_launch_narrows_down_to_8_tokens(recorded_launches, block_m, narrow, launched):
+    """wgmma's N is 8 at least: a tile narrows at most to 8 tokens, whatever the config asks (a forced block_m on a
+    table entry, say)."""
+    config = _sm90.Sm90Config(block_m=block_m, num_buffers=4, num_warps=4, narrow=narrow)
+    _launch(_sm90.prepare_weights(_random_weights(e=2, n=64, k=64)), [40, 3], config)
+    ((*_, kwargs),) = recorded_launches
+    assert kwargs["NARROW"] == launched
 
 
 def test_nan_scale_is_refused():
@@ -125,7 +131,7 @@ def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0, zero_sc
     block_m, num_buffers = config.tiles[tile]
     constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "SPREAD": spread and not f16,
                   "F16": f16, "ZERO_SCALE": zero_scale, "PAIRS": config.pairs, "OVERLAP": config.overlap,
-                  "NARROW": config.narrow}  # fmt: skip
+                  "NARROW": _sm90._narrowing(config.narrow, block_m)}  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
@@ -181,12 +187,12 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
 @pytest.fixture
 def recorded_launches(monkeypatch):
     """The launcher's plan on the CPU: the kernel replaced by a recorder of (grid, schedule, BLOCK_M, NUM_BUFFERS,
-    F16)."""
+    F16, every keyword argument)."""
     launches = []
 
     class Recorder:
         def __getitem__(self, grid):
-            return lambda *a, **kw: launches.append((grid, a[7], kw["BLOCK_M"], kw["NUM_BUFFERS"], kw["F16"]))
+            return lambda *a, **kw: launches.append((grid, a[7], kw["BLOCK_M"], kw["NUM_BUFFERS"], kw["F16"], kw))
 
     monkeypatch.setattr(_sm90, "_bmm1_sm90_kernel", Recorder())
     return launches
@@ -205,7 +211,7 @@ def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):
     times the column blocks."""
     config = _sm90.Sm90Config(block_m=8, num_buffers=8, num_warps=4, split_at=16, large_block_m=64)
     _launch(_sm90.prepare_weights(_random_weights(e=5, n=128, k=64)), [126, 38, 6, 4, 0], config)
-    (grid_s, small, m_s, b_s, _), (grid_l, large, m_l, b_l, _) = recorded_launches
+    (grid_s, small, m_s, b_s, *_), (grid_l, large, m_l, b_l, *_) = recorded_launches
     assert (m_s, b_s, m_l, b_l) == (8, 8, 64, 4)
     assert grid_s == (small.numel() * 2,) and grid_l == (large.numel() * 2,)  # N = 128: two 64-row blocks
     used = lambda s: sorted(v for v in s.tolist() if v >= 0)
@@ -216,6 +222,6 @@ def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):
 def test_fp16_path_caps_the_tile_at_its_largest_spill_free_size(recorded_launches):
     w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=64), f16=True)
     _launch(w, [200, 56], _sm90.Sm90Config(block_m=128, num_buffers=4, num_warps=4))
-    ((_, schedule, block_m, _, f16),) = recorded_launches
+    ((_, schedule, block_m, _, f16, _),) = recorded_launches
     assert (block_m, f16) == (_sm90.F16_MAX_BLOCK_M, True)
     assert sorted(v for v in schedule.tolist() if v >= 0) == sorted([0, 1 << 16, 2 << 16, 3 << 16, 1])  # 64 rows
