@@ -192,7 +192,7 @@ class Sm90Config:
     # kernel's PAIRS). Worth it where registers are plentiful: unrolled, ptxas keeps more of two tiles live.
     pairs: bool = False
     # Two partial sums: block j's promotion runs while block j + 1's wgmma does. ptxas keeps them apart only with
-    # the registers for both (block_m 64: 168 instead of 126; capped, it serializes the wgmmas again).
+    # the registers for both (block_m 64: 168 instead of 128; capped, it serializes the wgmmas again).
     overlap: bool = False
     # A slice's last tile at block_m / 2 (narrow 1) or block_m / 4 (2) tokens when its rows fit: one launch, the
     # wgmma, promotion and x copies of the width the rows need (the kernel holds a K loop for each width). At most:
@@ -498,13 +498,13 @@ def _x_block(x_tile, j: gl.constexpr):
 
 @gluon.jit
 def _tile(
-    x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
-    expert, pid_m, pid_n, size, start, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
-    NUM_BUFFERS: gl.constexpr, SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr,
-    PAIRS: gl.constexpr, OVERLAP: gl.constexpr,
+    call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+    SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr, OVERLAP: gl.constexpr,
 ):  # fmt: skip
     """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
-    pid_n; the K loop and the epilogue."""
+    pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
+    x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr = call[0]
+    alpha, limit, expert, pid_n, size, start = call[1]
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
@@ -624,19 +624,17 @@ def _bmm1_sm90_kernel(
     size = gl.load(slice_sizes_ptr + expert)
     start = gl.load(slice_offs_ptr + expert)
 
+    call = (
+        (x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr),
+        (alpha, limit, expert, pid_n, size, start),
+    )
     rows_left = size - pid_m * BLOCK_M
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
-              expert, 4 * pid_m, pid_n, size, start, K, N, BLOCK_M // 4, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
-              OVERLAP)  # fmt: skip
+        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS, OVERLAP)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
-              expert, 2 * pid_m, pid_n, size, start, K, N, BLOCK_M // 2, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
-              OVERLAP)  # fmt: skip
+        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS, OVERLAP)
     else:
-        _tile(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
-              expert, pid_m, pid_n, size, start, K, N, BLOCK_M, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS,
-              OVERLAP)  # fmt: skip
+        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS, OVERLAP)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
