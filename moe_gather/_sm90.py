@@ -439,6 +439,12 @@ def _issue_loads(
 
 
 @gluon.jit
+def _x_block(x_tile, j: gl.constexpr):
+    """K block j of a landed x tile [BLOCK_M, 128] as wgmma's B operand [32, BLOCK_M]."""
+    return x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
+
+
+@gluon.jit
 def _mma_tile(
     acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
     a_layout: gl.constexpr, a16_layout: gl.constexpr, words_layout: gl.constexpr, rows_layout: gl.constexpr,
@@ -488,12 +494,6 @@ def _mma_tile(
                 if j + 1 < BLOCKS:
                     part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
     return acc, part, spare
-
-
-@gluon.jit
-def _x_block(x_tile, j: gl.constexpr):
-    """K block j of a landed x tile [BLOCK_M, 128] as wgmma's B operand [32, BLOCK_M]."""
-    return x_tile.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
 
 
 @gluon.jit

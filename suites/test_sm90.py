@@ -105,7 +105,7 @@ def test_a_launch_narrows_down_to_8_tokens(recorded_launches, block_m, narrow, l
     table entry, say)."""
     config = _sm90.Sm90Config(block_m=block_m, num_buffers=4, num_warps=4, narrow=narrow)
     _launch(_sm90.prepare_weights(_random_weights(e=2, n=64, k=64)), [40, 3], config)
-    ((*_, kwargs),) = recorded_launches
+    ((_, _, kwargs),) = recorded_launches
     assert kwargs["NARROW"] == launched
 
 
@@ -197,13 +197,12 @@ def test_each_entry_keeps_its_programs_a_multiprocessor(config, tmp_path):
 
 @pytest.fixture
 def recorded_launches(monkeypatch):
-    """The launcher's plan on the CPU: the kernel replaced by a recorder of (grid, schedule, BLOCK_M, NUM_BUFFERS,
-    F16, every keyword argument)."""
+    """The launcher's plan on the CPU: the kernel replaced by a recorder of (grid, schedule, keyword arguments)."""
     launches = []
 
     class Recorder:
         def __getitem__(self, grid):
-            return lambda *a, **kw: launches.append((grid, a[7], kw["BLOCK_M"], kw["NUM_BUFFERS"], kw["F16"], kw))
+            return lambda *a, **kw: launches.append((grid, a[7], kw))
 
     monkeypatch.setattr(_sm90, "_bmm1_sm90_kernel", Recorder())
     return launches
@@ -222,8 +221,8 @@ def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):
     times the column blocks."""
     config = _sm90.Sm90Config(block_m=8, num_buffers=8, num_warps=4, split_at=16, large_block_m=64)
     _launch(_sm90.prepare_weights(_random_weights(e=5, n=128, k=64)), [126, 38, 6, 4, 0], config)
-    (grid_s, small, m_s, b_s, *_), (grid_l, large, m_l, b_l, *_) = recorded_launches
-    assert (m_s, b_s, m_l, b_l) == (8, 8, 64, 4)
+    (grid_s, small, kw_s), (grid_l, large, kw_l) = recorded_launches
+    assert (kw_s["BLOCK_M"], kw_s["NUM_BUFFERS"], kw_l["BLOCK_M"], kw_l["NUM_BUFFERS"]) == (8, 8, 64, 4)
     assert grid_s == (small.numel() * 2,) and grid_l == (large.numel() * 2,)  # N = 128: two 64-row blocks
     used = lambda s: sorted(v for v in s.tolist() if v >= 0)
     assert used(small) == [2, 3]  # the two light slices, one 8-row tile each
@@ -233,6 +232,6 @@ def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):
 def test_fp16_path_caps_the_tile_at_its_largest_spill_free_size(recorded_launches):
     w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=64), f16=True)
     _launch(w, [200, 56], _sm90.Sm90Config(block_m=128, num_buffers=4, num_warps=4))
-    ((_, schedule, block_m, _, f16, _),) = recorded_launches
-    assert (block_m, f16) == (_sm90.F16_MAX_BLOCK_M, True)
+    ((_, schedule, kwargs),) = recorded_launches
+    assert (kwargs["BLOCK_M"], kwargs["F16"]) == (_sm90.F16_MAX_BLOCK_M, True)
     assert sorted(v for v in schedule.tolist() if v >= 0) == sorted([0, 1 << 16, 2 << 16, 3 << 16, 1])  # 64 rows
