@@ -1,9 +1,21 @@
 """The epilogue every kernel shares: x_scale, bias, SwiGLU on (gate, linear) column pairs, 1/out_scale, fp8 e4m3,
-direct stores of the slice's rows. Semantics as moe_gather.reference states them (NaN propagates through the clamps,
-division rounded to nearest, the fp8 conversion saturates to +-448)."""
+direct stores of the slice's rows. Semantics as moe_gather.reference states them, in fp32: NaN propagates through the
+clamps; the sigmoid is 1 / (1 + 2 ** (-alpha * log2(e) * gate)) with PTX's ex2.approx and rcp.approx (a few ulps);
+the out scale is a multiply by its reciprocal, rounded once (as triton_kernels does: within 1.5 ulps of the
+division, and x / 0 and 0 / 0 alike; a subnormal out_scale below 2 ** -126 may have an infinite reciprocal); the fp8
+conversion saturates to +-448. These fp32 roundings flip an fp8 output against the exact reference now and then, by
+one ulp (reference.TOLERANCES)."""
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+
+_MINUS_LOG2E = gl.constexpr(-1.4426950408889634)
+
+
+@gluon.jit
+def _approx(instruction: gl.constexpr, v):
+    """One PTX .approx.ftz instruction on each fp32 element (Triton's own exp and division add range fix-ups)."""
+    return gl.inline_asm_elementwise(instruction + " $0, $1;", "=r,r", [v], dtype=gl.float32, is_pure=True, pack=1)
 
 
 @gluon.jit
@@ -22,8 +34,9 @@ def swiglu_store(
     gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
     gate = gl.where(gate == gate, gl.minimum(gate, limit), gate)  # NaN stays NaN
     linear = gl.where(linear == linear, gl.minimum(gl.maximum(linear, -limit), limit), linear)
-    y = gate / (1.0 + gl.exp(-alpha * gate)) * (linear + 1.0)
-    out = gl.div_rn(y, gl.load(out_scale_ptr)).to(gl.float8e4nv)
+    sigmoid = _approx("rcp.approx.ftz.f32", 1.0 + _approx("ex2.approx.ftz.f32", gate * (alpha * _MINUS_LOG2E)))
+    y = gate * sigmoid * (linear + 1.0)
+    out = (y * gl.div_rn(1.0, gl.load(out_scale_ptr))).to(gl.float8e4nv)
     out_layout: gl.constexpr = out.type.layout
     offs_om = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
     offs_on = pid_n * (BLOCK_N // 2) + gl.arange(0, BLOCK_N // 2, layout=gl.SliceLayout(0, out_layout))

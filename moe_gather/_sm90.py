@@ -448,11 +448,11 @@ def _x_block(x_tile, j: gl.constexpr):
 def _mma_tile(
     acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
     a_layout: gl.constexpr, a16_layout: gl.constexpr, words_layout: gl.constexpr, rows_layout: gl.constexpr,
-    SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, OVERLAP: gl.constexpr,
+    SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, OVERLAP: gl.constexpr, BLOCKS: gl.constexpr,
 ):  # fmt: skip
-    """One landed K tile (`stage`): its 4 blocks' weights converted, one wgmma each, each partial promoted into
-    acc. OVERLAP: block j + 1's wgmma writes `spare` while block j's partial is promoted (Sm90Config.overlap)."""
-    BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
+    """One landed K tile (`stage`): its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends
+    inside), one wgmma each, each partial promoted into acc. OVERLAP: block j + 1's wgmma writes `spare` while block
+    j's partial is promoted (Sm90Config.overlap)."""
     x_tile, w_tile, s_tile = stage
     words = w_tile.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
     scale_words = s_tile.load(rows_layout)
@@ -552,31 +552,47 @@ def _tile(
         x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
         x16_smem = gl.allocate_shared_memory(gl.float16, [2, BLOCK_M, 64], x16_nvmma)
 
-    # Tile t lives in ring t % RINGS, slot t // RINGS % RING.
-    for p in gl.static_range(NUM_BUFFERS - 1):
-        _issue_loads(p, _stage(rings[p % RINGS], p // RINGS), x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K, N,
-                     K_TILES)  # fmt: skip
+    # K may end inside the last tile (K = 2880: 2 of its 4 blocks). That tile goes first, with only its blocks, and
+    # the loop runs whole tiles. Step p (tile p - FIRST, or the last tile at step 0) lives in ring p % RINGS, slot
+    # p // RINGS % RING.
+    BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
+    LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
+    FIRST: gl.constexpr = 1 if LAST_BLOCKS < BLOCKS else 0
+    WHOLE: gl.constexpr = K_TILES - FIRST
+    AHEAD: gl.constexpr = NUM_BUFFERS - 1  # steps loaded ahead
+    LAST: gl.constexpr = K_TILES - 1  # the last step
+    loads = (x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s)
+    for i in gl.static_range(AHEAD):
+        _issue_loads(LAST if i < FIRST else i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES)
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
     spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # the next one's, with OVERLAP
-    for t0 in range(0, K_TILES - RINGS + 1, RINGS):
-        for r in gl.static_range(RINGS):
-            t = t0 + r
-            cp.wait_group(NUM_BUFFERS - 2)
-            gl.thread_barrier()  # tile t has landed (every thread's copies); every wgmma of tile t-1 is done
-            nt = t + NUM_BUFFERS - 1  # in the other ring with PAIRS (NUM_BUFFERS is even)
-            _issue_loads(nt, _stage(rings[(r + NUM_BUFFERS - 1) % RINGS], nt // RINGS % RING), x_ptrs, offs_xk,
-                         w_ptrs, offs_wc, s_ptrs, offs_s, K, N, K_TILES)  # fmt: skip
-            acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[r], t // RINGS % RING), x16_smem, BLOCK_N,
-                                         BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
-                                         ZERO_SCALE, OVERLAP)  # fmt: skip
-    if K_TILES % RINGS:  # PAIRS and an odd number of tiles: the last one, in the even ring
+    if FIRST:  # step 0: the last tile's blocks
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
-        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], (K_TILES - 1) // RINGS % RING), x16_smem,
+        _issue_loads(
+            AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
+        )
+        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, a_layout,
+                                     a16_layout, words_layout, rows_layout, SPREAD, F16, ZERO_SCALE, OVERLAP,
+                                     LAST_BLOCKS)  # fmt: skip
+    for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
+        for r in gl.static_range(RINGS):
+            p = p0 + r  # in ring (r + FIRST) % RINGS
+            cp.wait_group(NUM_BUFFERS - 2)
+            gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
+            ahead = _stage(rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING)  # the other ring with PAIRS
+            _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
+            acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING),
+                                         x16_smem, BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout,
+                                         SPREAD, F16, ZERO_SCALE, OVERLAP, BLOCKS)  # fmt: skip
+    if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
+        cp.wait_group(NUM_BUFFERS - 2)
+        gl.thread_barrier()
+        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
                                      BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
-                                     ZERO_SCALE, OVERLAP)  # fmt: skip
+                                     ZERO_SCALE, OVERLAP, BLOCKS)  # fmt: skip
     cp.wait_group(0)
 
     if SPREAD:

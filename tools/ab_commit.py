@@ -1,0 +1,84 @@
+"""A/B in one process: this tree's kernel against another commit's, on the same problems and the same GPU.
+
+    git archive BASE moe_gather | tar -x -C /tmp/base      # (the device's git HEAD is the session's first commit)
+    python3 tools/ab_commit.py /tmp/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json]
+
+The base package is imported from that folder as `base_moe_gather`. Each side builds its own weights and problems
+from the same seeds (the inputs are checked equal), runs its own table's config, is checked against this tree's
+golden reference (bitwise-equal fraction, worst ulp) and timed with CUDA graphs, the sides alternating, the best of
+`--rounds` rounds each. One line per case: both times, the ratio (>1: this tree faster), both agreements, and
+whether the two sides' outputs are bit-identical.
+"""
+
+import argparse
+import importlib.util
+import json
+import pathlib
+import sys
+
+import torch
+from triton.testing import do_bench_cudagraph
+
+from moe_gather import bmm1, problem
+from moe_gather.reference import compare_fp8
+
+
+def import_base(folder: str):
+    """`folder`/moe_gather as the package base_moe_gather (its imports are relative: it stays self-contained)."""
+    root = pathlib.Path(folder) / "moe_gather"
+    spec = importlib.util.spec_from_file_location("base_moe_gather", root / "__init__.py",
+                                                  submodule_search_locations=[str(root)])  # fmt: skip
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["base_moe_gather"] = module
+    spec.loader.exec_module(module)
+    return importlib.import_module("base_moe_gather.bmm1"), importlib.import_module("base_moe_gather.problem")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("base", help="a folder holding the base commit's moe_gather/")
+    parser.add_argument("cases", help="comma-separated, e.g. uniform-bs128,zipf-bs2048 (gpt-oss-120b)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    sides = {"new": (bmm1, problem), "base": import_base(args.base)}
+    setups = {}
+    for side, (kernel, problems) in sides.items():
+        model = problems.MODELS["gpt-oss-120b"]
+        params = problems.make_expert_params(model, "cuda")
+        setups[side] = (kernel, problems, model, params, kernel.prepare_weights(params.weights))
+    rows = []
+    for name in args.cases.split(","):
+        routing, batch = name.split("-bs")
+        runs, outs = {}, {}
+        for side, (kernel, problems, model, params, weights) in setups.items():
+            p = problems.make_problem(problems.Case(model, routing, int(batch)), "cuda", params)
+            runs[side] = (lambda k=kernel, p=p, w=weights: k.run_problem(p, w)), p
+            outs[side] = runs[side][0]()
+        new_p, base_p = runs["new"][1], runs["base"][1]
+        same_inputs = torch.equal(new_p.x.view(torch.uint8), base_p.x.view(torch.uint8)) and torch.equal(
+            new_p.routing.gather_indx, base_p.routing.gather_indx
+        )
+        ref = problem.reference_for(new_p).out
+        agree = {side: compare_fp8(ref, out) for side, out in outs.items()}
+        times = {}
+        for _ in range(args.rounds):
+            for side in ("base", "new"):
+                us = do_bench_cudagraph(runs[side][0]) * 1e3
+                times[side] = min(us, times.get(side, us))
+        identical = torch.equal(outs["new"].view(torch.uint8), outs["base"].view(torch.uint8))
+        row = {"case": name, "same_inputs": same_inputs, "identical": identical,
+               **{f"{side}_us": times[side] for side in times},
+               **{f"{side}_bitwise": a.bitwise_equal_fraction for side, a in agree.items()},
+               **{f"{side}_max_ulp": a.max_ulp for side, a in agree.items()}}  # fmt: skip
+        rows.append(row)
+        print(f"{name:>16} base {times['base']:8.1f} us  new {times['new']:8.1f} us  "
+              f"{times['base'] / times['new']:.3f}x  bitwise base {agree['base'].bitwise_equal_fraction:.4%} "
+              f"new {agree['new'].bitwise_equal_fraction:.4%}  worst ulp {agree['base'].max_ulp:g}/"
+              f"{agree['new'].max_ulp:g}  identical {identical}  same inputs {same_inputs}", flush=True)  # fmt: skip
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
