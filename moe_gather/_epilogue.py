@@ -32,8 +32,8 @@ def swiglu_store(
     bias = gl.load(bias_ptr + row0 + offs_en)
     z = gl.fma(z, gl.load(x_scale_ptr), bias[None, :])
     gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
-    gate = gl.where(gate == gate, gl.minimum(gate, limit), gate)  # NaN stays NaN
-    linear = gl.where(linear == linear, gl.minimum(gl.maximum(linear, -limit), limit), linear)
+    gate = gl.where(gate > limit, limit, gate)  # NaN compares false: it stays NaN
+    linear = gl.where(linear > limit, limit, gl.where(linear < -limit, -limit, linear))
     sigmoid = _approx("rcp.approx.ftz.f32", 1.0 + _approx("ex2.approx.ftz.f32", gate * (alpha * _MINUS_LOG2E)))
     y = gate * sigmoid * (linear + 1.0)
     out = (y * gl.div_rn(1.0, gl.load(out_scale_ptr))).to(gl.float8e4nv)
