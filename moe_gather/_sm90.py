@@ -562,8 +562,11 @@ def _tile(
     AHEAD: gl.constexpr = NUM_BUFFERS - 1  # steps loaded ahead
     LAST: gl.constexpr = K_TILES - 1  # the last step
     loads = (x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s)
-    for i in gl.static_range(AHEAD):
-        _issue_loads(LAST if i < FIRST else i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES)
+    for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
+        if i < FIRST:
+            _issue_loads(LAST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES)
+        else:
+            _issue_loads(i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, WHOLE * _TILE_K, N, WHOLE)
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum

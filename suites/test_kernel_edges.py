@@ -161,3 +161,17 @@ def test_every_tile_width_of_each_sm90_entry(params, gpu, config):
     problem = _problem(params, batch=sum(sizes), routing=routing)
     out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
     check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"tile widths, {config}")
+
+
+@pytest.mark.parametrize("k", [32, 96, 128, 2816, 2848, 2912])
+@pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
+def test_k_ending_anywhere_in_a_tile(params, gpu, config, k):
+    """K on a 128-wide tile boundary (all whole tiles), or 1, 2 (gpt-oss: 2880) or 3 blocks of 32 into its last
+    tile, which the sm90 kernel then runs first with only its blocks; K under one tile leaves its loop none."""
+    if gpu.capability[0] != 9:
+        pytest.skip(f"the sm90 table's entries run on sm_90 only, this is {gpu.found}")
+    model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
+    k_params = make_expert_params(model, "cuda")
+    problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
+    out = bmm1.run_problem(problem, bmm1.prepare_weights(k_params.weights), config=config)
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"K = {k}, {config}")
