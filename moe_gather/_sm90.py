@@ -9,6 +9,7 @@ them into fp8 in registers, directly in the layout of wgmma's register A operand
 32-bit word with two byte permutes through a constant table; `prepare_weights` orders the words so that a thread's
 word holds exactly the 8 values of its A fragment); the weights never go back to shared memory.
 
+The tile that K ends inside (K = 2880: 2 of its 4 blocks) runs first, with only its blocks, while the ring fills.
 Each 32-wide K block is its own wgmma into a fresh partial sum: Hopper's fp8 wgmma adds with fewer bits than fp32,
 and one e8m0 scale covers exactly those 32 products. While block j's wgmma runs, block j+1's weights are converted;
 then the partial is promoted into the fp32 accumulator times its block's 2 ** (s - 127), exactly, whatever the spread
@@ -426,8 +427,9 @@ def _issue_loads(
     tile, stage, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K: gl.constexpr, N: gl.constexpr,
     K_TILES: gl.constexpr,
 ):  # fmt: skip
-    """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`; x zero-filled past K (the words and
-    scales hold zeros there), nothing past the last tile."""
+    """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`; x zero-filled from K on (the words and
+    scales hold zeros there), nothing from tile K_TILES on. The loop passes the end of the whole tiles as K and
+    K_TILES, so that its copies past them (the tile that K ends inside was step 0's) move nothing."""
     x_dst, w_dst, s_dst = stage
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(x_dst, x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
