@@ -1,8 +1,13 @@
 """One launch of the kernel on one case, for compute-sanitizer (no reference: the suite checks values).
 
 compute-sanitizer --tool memcheck --error-exitcode 9 python3 tools/sanitize_case.py uniform 4096
+compute-sanitizer --tool racecheck ... python3 tools/sanitize_case.py uniform 2048 256   # N = 256 instead of 5760
+
+The optional third argument narrows N (a multiple of 128): the same K loop, slices and tile widths in a few column
+blocks, so that racecheck, which slows every shared-memory access, finishes on the large table entries too.
 """
 
+import dataclasses
 import sys
 
 import torch
@@ -11,16 +16,18 @@ from moe_gather import bmm1
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem
 
 
-def main(routing: str, batch: int):
+def main(routing: str, batch: int, n: int | None = None):
     model = MODELS["gpt-oss-120b"]
+    if n:
+        model = dataclasses.replace(model, name=f"{model.name}-n{n}", n=n)
     params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, routing, batch), "cuda", params)
     weights = bmm1.prepare_weights(params.weights)
     config = bmm1.select_config(problem.routing.ragged)
     bmm1.run_problem(problem, weights)
     torch.cuda.synchronize()
-    print(f"{routing}-bs{batch}: {problem.tokens} tokens, {config}")
+    print(f"{routing}-bs{batch}: {problem.tokens} tokens, N = {model.n}, {config}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else None)
