@@ -449,12 +449,16 @@ def _x_block(x_tile, j: gl.constexpr):
 @gluon.jit
 def _mma_tile(
     acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
-    a_layout: gl.constexpr, a16_layout: gl.constexpr, words_layout: gl.constexpr, rows_layout: gl.constexpr,
     SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, OVERLAP: gl.constexpr, BLOCKS: gl.constexpr,
 ):  # fmt: skip
     """One landed K tile (`stage`): its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends
     inside), one wgmma each, each partial promoted into acc. OVERLAP: block j + 1's wgmma writes `spare` while block
-    j's partial is promoted (Sm90Config.overlap)."""
+    j's partial is promoted (Sm90Config.overlap). The operand layouts follow from the accumulator's."""
+    acc_layout: gl.constexpr = acc.type.layout
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
+    a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    words_layout: gl.constexpr = _words_layout(BLOCK_N, gl.num_warps())
+    rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
     x_tile, w_tile, s_tile = stage
     words = w_tile.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
     scale_words = s_tile.load(rows_layout)
@@ -516,10 +520,6 @@ def _tile(
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
     )
-    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
-    a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
-    words_layout: gl.constexpr = _words_layout(BLOCK_N, NUM_WARPS)
-    rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
     # Copy layouts: 16 bytes a thread; x: a 128-byte row piece a K tile.
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
@@ -579,9 +579,8 @@ def _tile(
         _issue_loads(
             AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
         )
-        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, a_layout,
-                                     a16_layout, words_layout, rows_layout, SPREAD, F16, ZERO_SCALE, OVERLAP,
-                                     LAST_BLOCKS)  # fmt: skip
+        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, SPREAD, F16,
+                                     ZERO_SCALE, OVERLAP, LAST_BLOCKS)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
@@ -589,15 +588,14 @@ def _tile(
             gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
             ahead = _stage(rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING)  # the other ring with PAIRS
             _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
-            acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING),
-                                         x16_smem, BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout,
-                                         SPREAD, F16, ZERO_SCALE, OVERLAP, BLOCKS)  # fmt: skip
+            landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
+            acc, part, spare = _mma_tile(acc, part, spare, landed, x16_smem, BLOCK_N, BLOCK_M, SPREAD, F16, ZERO_SCALE,
+                                         OVERLAP, BLOCKS)  # fmt: skip
     if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
         acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
-                                     BLOCK_N, BLOCK_M, a_layout, a16_layout, words_layout, rows_layout, SPREAD, F16,
-                                     ZERO_SCALE, OVERLAP, BLOCKS)  # fmt: skip
+                                     BLOCK_N, BLOCK_M, SPREAD, F16, ZERO_SCALE, OVERLAP, BLOCKS)  # fmt: skip
     cp.wait_group(0)
 
     if SPREAD:
