@@ -5,9 +5,10 @@ One program computes one (token block, weight-row block) tile of one expert, swa
 so small slices waste no MMA rows; a slice's last tile narrows to the width its rows need (a half or a quarter of
 block_m, one launch). A ring of shared-memory stages, filled with cp.async, holds for each 128-wide K
 tile the gathered x rows, the packed weights and their scales. Each thread reads its own packed words and turns
-them into fp8 in registers, directly in the layout of wgmma's register A operand (e2m1 values are e4m3 values: 8 per
-32-bit word with two byte permutes through a constant table; `prepare_weights` orders the words so that a thread's
-word holds exactly the 8 values of its A fragment); the weights never go back to shared memory.
+them into fp8 in registers, directly in the layout of wgmma's register A operand (e2m1 values are e4m3 values times
+2 ** -6 once their bits sit where e4m3 keeps them: 5 logic ops per 32-bit word of 8; `prepare_weights` places the bits
+and orders the words so that a thread's word holds exactly the 8 values of its A fragment); the weights never go back
+to shared memory.
 
 The tile that K ends inside (K = 2880: 2 of its 4 blocks) runs first, with only its blocks, while the ring fills.
 Each 32-wide K block is its own wgmma into a fresh partial sum: Hopper's fp8 wgmma adds with fewer bits than fp32,
@@ -19,7 +20,6 @@ bias, SwiGLU, 1/out_scale and the fp8 rounding follow in the epilogue.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 
 import torch
@@ -56,7 +56,6 @@ class Sm90Weights(ExpertShape):
     words: torch.Tensor  # uint8 [E, N / 64, cdiv(K, 128), 64, 64]: codes re-packed, tile-major, zeros past K
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
-    spread: bool = True  # the bit-spread encoding (prepare_weights); False: the byte-permute table encoding
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
     zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op a scale
 
@@ -68,18 +67,15 @@ class Sm90Weights(ExpertShape):
 
     @property
     def encoding(self) -> str:
-        """For reports: "f16", "spread" or "table"."""
-        return "f16" if self.f16 else "spread" if self.spread else "table"
-
-
-SPREAD_ENV = "MOE_GATHER_SM90_SPREAD"  # "0": prepare_weights uses the table encoding (A/B runs; default spread)
+        """For reports: "f16" or "spread"."""
+        return "f16" if self.f16 else "spread"
 
 
 F16_SPREAD = 16  # binades between a row's largest and smallest nonzero block scale above which fp16 wgmma is used
 F16_MAX_BLOCK_M = 64  # the fp16 path's largest tile (block_m 128 spills: two k16 partials per block)
 
 
-def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | None = None) -> Sm90Weights:
+def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
     """Re-pack codes and scales for the kernel.
 
     Words: K = 64c + 32b + 16h + 4q + i (chunk c, block parity b, half h, quad q, byte i). Chunk c of a row is 8
@@ -95,13 +91,13 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     an fp32 subnormal, one instruction more a scale); a block of zeros gives zeros at any scale, so the kernel reads
     e8m0 0 as 0 when no such block exists (and quantizers write all-zero blocks with scale 0).
 
-    `spread` (default, unless the fp16 path takes the weights or MOE_GATHER_SM90_SPREAD is "0"; 7% faster in
-    geometric mean over the 96 cases on the H200, results/NOTES_sm90.md): the codes' bits sit where an e4m3 byte has
-    them instead: code (s, e1, e0, m) as the byte s << 7 | e1 << 4 | e0 << 3 | m << 2 is the e4m3 value of the e2m1
-    value times 2 ** -6, exactly (e2m1's exponent 0 lands on e4m3's subnormals). Half 0's byte i holds bits 7, 4, 3,
-    2 of byte i (one AND yields its fp8 word); half 1 sits in bits 5, 6, 1, 0 (s, e1, e0, m), which two shifts and
-    two logic ops move onto 7, 4, 3, 2. Five instructions per 8 values instead of eight; the kernel multiplies the
-    accumulator by 2 ** 6 at the end. Otherwise magnitudes are selectors of a byte-permute table (below).
+    The fp8 path's bit-spread encoding (7% faster in geometric mean over the 96 cases on the H200 than magnitudes as
+    selectors of a byte-permute table, which the fp16 path keeps; results/NOTES_sm90.md): the codes' bits sit where
+    an e4m3 byte has them: code (s, e1, e0, m) as the byte s << 7 | e1 << 4 | e0 << 3 | m << 2 is the e4m3 value of
+    the e2m1 value times 2 ** -6, exactly (e2m1's exponent 0 lands on e4m3's subnormals). Half 0's byte i holds bits
+    7, 4, 3, 2 of byte i (one AND yields its fp8 word); half 1 sits in bits 5, 6, 1, 0 (s, e1, e0, m), which two
+    shifts and two logic ops move onto 7, 4, 3, 2. Five instructions per 8 values instead of eight; the kernel
+    multiplies the accumulator by 2 ** 6 at the end.
 
     `f16` (default: whether some row's nonzero block scales span more than F16_SPREAD binades): the kernel runs fp16
     wgmma instead (weights and x are exact in fp16; it accumulates each 32-block in fp32 where fp8 wgmma keeps ~13
@@ -111,10 +107,6 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     if f16 is None:
         nonzero = torch.where(w.scales > 0, w.scales, 255).amin(-1).clamp(max=254).to(torch.int32)
         f16 = bool((w.scales.amax(-1).to(torch.int32) - nonzero > F16_SPREAD).any())
-    if f16 and spread:
-        raise ValueError("prepare_weights: the fp16 path and the bit-spread encoding do not combine")
-    if spread is None:  # the environment's choice, where the fp16 path does not take the weights
-        spread = not f16 and os.environ.get(SPREAD_ENV) != "0"
     refuse_nan_scales(w)
     e, n, k = w.num_experts, w.codes.shape[1], w.k
     if n % ROW_BLOCK:
@@ -129,12 +121,12 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
             c = c.reshape(n, chunks, 2, 2, 2, 4, 2).permute(0, 1, 5, 2, 3, 4, 6).reshape(n, chunks, 4, 2, 2, 4)
         else:  # K = 64 chunk + 32 b + 16 h + 4 q + i
             c = c.reshape(n, chunks, 2, 2, 4, 4).permute(0, 1, 4, 2, 3, 5)  # [N, chunk, q, b, h, i]
-        if spread:
+        if not f16:  # the bit-spread encoding
             bits = [(c >> b) & 1 for b in range(4)]  # m, e0, e1, s
             half0 = sum(bit[..., 0, :] << p for bit, p in zip(bits, (2, 3, 4, 7), strict=True))
             half1 = sum(bit[..., 1, :] << p for bit, p in zip(bits, (0, 1, 6, 5), strict=True))
             word = ((half0 + half1) << (8 * i)).sum(-1).reshape(n, -1)
-        else:
+        else:  # byte-permute table selectors (below)
             mag, sign = c & 7, c >> 3
             word = (
                 (mag[..., 0, :] << (4 * i)).sum(-1)
@@ -148,7 +140,7 @@ def prepare_weights(w: MXFP4Weights, spread: bool | None = None, f16: bool | Non
     nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
     zero_scale = bool(((w.scales == 0) & nonzero_blocks).any())  # quantizers give all-zero blocks e8m0 0
     words = words.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K // 2).transpose(2, 3).contiguous()
-    return Sm90Weights(words, scales, k, spread, f16, zero_scale)
+    return Sm90Weights(words, scales, k, f16, zero_scale)
 
 
 def row_major_words(w: Sm90Weights) -> torch.Tensor:
@@ -164,11 +156,11 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     words = row_major_words(w).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
     lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
     halves = []
-    if w.spread:
+    if not w.f16:  # the bit-spread encoding
         moved = (((words << 2) & 0x8C8C8C8C) | ((words >> 2) & 0x10101010)) & 0xFFFFFFFF
         for word in (words & 0x9C9C9C9C, moved):
             halves.append(torch.stack([(word >> (8 * i)) & 0xFF for i in range(4)], dim=-1))
-    for half_shift, sign_shift in ((0, 4), (16, 0)) if not w.spread else ():  # selectors at bits 0..15 | 16..31
+    for half_shift, sign_shift in ((0, 4), (16, 0)) if w.f16 else ():  # selectors at bits 0..15 | 16..31
         sel = torch.stack([(words >> (half_shift + 4 * i)) & 7 for i in range(4)], dim=-1)
         sign = torch.stack([((words << sign_shift) >> (8 * i + 7)) & 1 for i in range(4)], dim=-1)
         halves.append(((lut >> (8 * sel)) & 0xFF) | (sign << 7))
@@ -178,7 +170,7 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     else:  # [chunk, q, b, h, i] -> K = 64 chunk + 32 b + 16 h + 4 q + i
         fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 4).permute(0, 1, 2, 4, 5, 3, 6)
     fp8 = fp8.reshape(e, n, -1)[..., : w.k]
-    values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64) * (2.0**6 if w.spread else 1.0)
+    values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64) * (1.0 if w.f16 else 2.0**6)
     s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
     return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
 
@@ -260,7 +252,7 @@ def f16_config(config: Sm90Config) -> Sm90Config:
     return replace(config, maxnreg=None)
 
 
-# 8 e2m1 codes of a re-packed word -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
+# The fp16 path's words: 8 e2m1 codes -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
 _E2M1_TO_E4M3_ASM = tl.constexpr(f"""
 {{
 .reg .b32 lo, hi, sel, mag, sgn;
@@ -280,7 +272,7 @@ or.b32 $1, mag, sgn;
 """)
 
 
-# The bit-spread encoding (prepare_weights(spread=True)): half 0 masked in place, half 1's bits 5, 6, 1, 0 moved.
+# The fp8 path's bit-spread encoding (prepare_weights): half 0 masked in place, half 1's bits 5, 6, 1, 0 moved.
 _SPREAD_TO_E4M3_ASM = tl.constexpr("""
 {
 .reg .b32 up, down;
@@ -358,10 +350,10 @@ def _as_operand(low, high, BLOCK_N: gl.constexpr, PER_WORD: gl.constexpr, layout
 
 
 @gluon.jit
-def _a_operand(words, BLOCK_N: gl.constexpr, a_layout: gl.constexpr, SPREAD: gl.constexpr):
-    """Packed words [rows, quad] of one 32-wide K block -> its fp8 weights [rows, 32] as wgmma's register operand."""
-    asm: gl.constexpr = _SPREAD_TO_E4M3_ASM if SPREAD else _E2M1_TO_E4M3_ASM
-    lo, hi = _two_words(asm, words)  # e4m3 bytes of K = 4q + i and 16 + 4q + i
+def _a_operand(words, BLOCK_N: gl.constexpr, a_layout: gl.constexpr):
+    """Packed words [rows, quad] of one 32-wide K block -> its fp8 weights [rows, 32] (2 ** -6 of the true values) as
+    wgmma's register operand."""
+    lo, hi = _two_words(_SPREAD_TO_E4M3_ASM, words)  # e4m3 bytes of K = 4q + i and 16 + 4q + i
     return _as_operand(lo, hi, BLOCK_N, 4, a_layout)
 
 
@@ -449,7 +441,7 @@ def _x_block(x_tile, j: gl.constexpr):
 @gluon.jit
 def _mma_tile(
     acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
-    SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, OVERLAP: gl.constexpr, BLOCKS: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, OVERLAP: gl.constexpr, BLOCKS: gl.constexpr,
 ):  # fmt: skip
     """One landed K tile (`stage`): its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends
     inside), one wgmma each, each partial promoted into acc. OVERLAP: block j + 1's wgmma writes `spare` while block
@@ -481,11 +473,11 @@ def _mma_tile(
             acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
     else:
         # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
-        a = _a_operand(block0, BLOCK_N, a_layout, SPREAD)
+        a = _a_operand(block0, BLOCK_N, a_layout)
         part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
         for j in gl.static_range(BLOCKS):
             if j + 1 < BLOCKS:
-                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout, SPREAD)  # while the wgmma runs
+                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
             scale = _block_scales(scale_words, j, ZERO_SCALE)
             if OVERLAP and j + 1 < BLOCKS:
                 spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
@@ -505,7 +497,7 @@ def _mma_tile(
 @gluon.jit
 def _tile(
     call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-    SPREAD: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr, OVERLAP: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr, OVERLAP: gl.constexpr,
 ):  # fmt: skip
     """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
@@ -579,7 +571,7 @@ def _tile(
         _issue_loads(
             AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
         )
-        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, SPREAD, F16,
+        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
                                      ZERO_SCALE, OVERLAP, LAST_BLOCKS)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
         for r in gl.static_range(RINGS):
@@ -589,16 +581,16 @@ def _tile(
             ahead = _stage(rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING)  # the other ring with PAIRS
             _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
             landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
-            acc, part, spare = _mma_tile(acc, part, spare, landed, x16_smem, BLOCK_N, BLOCK_M, SPREAD, F16, ZERO_SCALE,
+            acc, part, spare = _mma_tile(acc, part, spare, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
                                          OVERLAP, BLOCKS)  # fmt: skip
     if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
         acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
-                                     BLOCK_N, BLOCK_M, SPREAD, F16, ZERO_SCALE, OVERLAP, BLOCKS)  # fmt: skip
+                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, OVERLAP, BLOCKS)  # fmt: skip
     cp.wait_group(0)
 
-    if SPREAD:
+    if not F16:  # the bit-spread encoding
         acc = acc * 64.0  # exact: a power of two
     swiglu_store(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
@@ -625,8 +617,7 @@ def _bmm1_sm90_kernel(
     N: gl.constexpr,
     BLOCK_M: gl.constexpr,
     NUM_BUFFERS: gl.constexpr,
-    SPREAD: gl.constexpr = False,  # weights in the bit-spread encoding: values 2 ** -6 of the true ones
-    F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)): rows of widely spread block scales
+    F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)); fp8: bit-spread words, 2 ** -6 the values
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
     OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partials, a block's promotion beside the next wgmma
@@ -649,11 +640,11 @@ def _bmm1_sm90_kernel(
     )
     rows_left = size - pid_m * BLOCK_M
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     else:
-        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, SPREAD, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -677,7 +668,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
-                BLOCK_M=block_m, NUM_BUFFERS=num_buffers, SPREAD=w.spread, F16=w.f16, ZERO_SCALE=w.zero_scale,
+                BLOCK_M=block_m, NUM_BUFFERS=num_buffers, F16=w.f16, ZERO_SCALE=w.zero_scale,
                 PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap), NARROW=_narrowing(config.narrow, block_m),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip

@@ -21,10 +21,10 @@ def _random_weights(e=2, n=64, k=128, spread=6, seed=0):
     return MXFP4Weights(codes, scales)
 
 
-@pytest.mark.parametrize("encoding", ["table", "spread", "f16"])
+@pytest.mark.parametrize("encoding", ["spread", "f16"])
 def test_prepared_words_convert_to_the_exact_weights(encoding):
     w = _random_weights(spread=6)
-    prepared = _sm90.prepare_weights(w, spread=encoding == "spread", f16=encoding == "f16")
+    prepared = _sm90.prepare_weights(w, f16=encoding == "f16")
     assert prepared.encoding == encoding
     assert torch.equal(_sm90.emulate_dequant(prepared), dequantize_mxfp4(w, torch.float64))
 
@@ -42,7 +42,7 @@ def test_spread_encoding_is_e4m3_times_2_pow_minus_6_for_every_code():
     codes = torch.arange(16, dtype=torch.uint8)  # one 32-block of one row: every code, both nibble positions
     packed = (codes[0::2] | (codes[1::2] << 4)).repeat(2).expand(1, 64, 16).contiguous()  # 64 rows: one row block
     w = MXFP4Weights(packed, torch.full((1, 64, 1), 127, dtype=torch.uint8))
-    prepared = _sm90.prepare_weights(w, spread=True)
+    prepared = _sm90.prepare_weights(w, f16=False)
     assert torch.equal(_sm90.emulate_dequant(prepared), dequantize_mxfp4(w, torch.float64))
 
 
@@ -121,16 +121,16 @@ SIGNATURE = {
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32",
     "limit": "fp32", "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr",
-    "SPREAD": "constexpr", "F16": "constexpr", "ZERO_SCALE": "constexpr", "PAIRS": "constexpr",
+    "F16": "constexpr", "ZERO_SCALE": "constexpr", "PAIRS": "constexpr",
     "OVERLAP": "constexpr", "NARROW": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 
 
-def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0, zero_scale=False):
+def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False):
     block_m, num_buffers = config.tiles[tile]
-    constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "SPREAD": spread and not f16,
-                  "F16": f16, "ZERO_SCALE": zero_scale, "PAIRS": config.pairs, "OVERLAP": config.overlap,
+    constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16,
+                  "ZERO_SCALE": zero_scale, "PAIRS": config.pairs, "OVERLAP": config.overlap,
                   "NARROW": _sm90._narrowing(config.narrow, block_m)}  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
@@ -138,21 +138,17 @@ def compile_sm90(config, k=2880, n=5760, spread=True, f16=False, tile=0, zero_sc
 
 
 def _launches():
-    """Every launch the table can make (each tile of each config) with the default encoding and on the fp16 path
-    (as the launcher runs them: _sm90.f16_config); the table encoding (MOE_GATHER_SM90_SPREAD=0) and the
-    exact e8m0 0 scale (Sm90Weights.zero_scale) on the smallest and the largest tiles."""
+    """Every launch the table can make (each tile of each config) on the fp8 path, with the exact e8m0 0 scale
+    (Sm90Weights.zero_scale) too, and on the fp16 path (as the launcher runs it: _sm90.f16_config)."""
     configs = sorted({c for _, c in _sm90.CONFIGS}, key=str)
-    default = [(c, tile, "spread") for c in configs for tile in range(len(c.tiles))]
+    fp8 = [(c, tile, path) for c in configs for tile in range(len(c.tiles)) for path in ("fp8", "zero-scale")]
     f16 = {_sm90.f16_config(c) for c in configs}
-    ends = (_sm90.CONFIGS[0][1], _sm90.CONFIGS[-1][1])
-    ends = [(c, 0, path) for c in ends for path in ("table", "zero-scale")]
-    return default + ends + [(c, 0, "f16") for c in sorted(f16, key=str)]
+    return fp8 + [(c, 0, "f16") for c in sorted(f16, key=str)]
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
 def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_path):
-    spread, f16, zero_scale = path in ("spread", "zero-scale"), path == "f16", path == "zero-scale"
-    kernel = compile_sm90(config, spread=spread, f16=f16, tile=tile, zero_scale=zero_scale)
+    kernel = compile_sm90(config, f16=path == "f16", tile=tile, zero_scale=path == "zero-scale")
     ptx = kernel.asm["ptx"]
     mma = ".f16.f16" if path == "f16" else ".e4m3.e4m3"  # fp8 wgmma, or fp16 (wide block-scale spreads)
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
