@@ -32,8 +32,8 @@ case "${1:-}" in
     done ;;
   slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
-  sanitize)  # a case per table entry (block_m 16, 32, 64), zipf routing: cold slices' last tiles narrowed. racecheck
-             # on the two large entries with N = 256 (sanitize_case.py's third argument): at the full N it outlasts a call
+  sanitize)  # cases of each table entry (block_m 32, 64), zipf routing: cold slices' last tiles narrowed. racecheck
+             # with N = 256 (sanitize_case.py's third argument): at the full N it outlasts a call
     while read -r tool routing batch n; do
       echo "== $tool $routing-bs$batch${n:+ N=$n}" | tee -a "$OUT/sanitize.log"
       compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py "$routing" "$batch" $n \
@@ -43,7 +43,7 @@ case "${1:-}" in
 memcheck zipf 128
 memcheck zipf 2048
 memcheck zipf 2560
-racecheck zipf 128
+racecheck zipf 128 256
 racecheck zipf 2048 256
 racecheck uniform 2048 256
 synccheck zipf 128
