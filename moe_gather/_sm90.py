@@ -219,18 +219,20 @@ class Sm90Config:
 # cost is its weight conversion plus its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest
 # tile that holds a typical slice wins until the wgmma's latency dominates. Every entry narrows a slice's last tile to
 # the rows it holds (`narrow`: 1.01x-1.17x over the same tile without, on every case tried), which is what lets a
-# larger tile win sooner: block_m 32 on two warpgroups (128 weight rows share each x tile) up to 48 rows, its rings
-# split by K-tile parity (`pairs`, one bar.sync a tile) under an 80-register cap (uncapped, pairs takes 98: a program a
-# multiprocessor fewer); it beat block_m 16 (one warpgroup, pairs, two partial sums overlapped) on 17 of the 23 cases
-# of up to 16 rows and on all 14 of 5-40 rows tried (block_m 16 keeps a few skewed calls, zipf-bs256 by 15%, which
-# this key cannot tell apart). Beyond 48, block_m 64 on one warpgroup at 128 registers, 4 programs a multiprocessor
-# (faster than two warpgroups on all 32 cases tried of 49 to 410 rows a slice). ptxas lands it at 128 registers by
-# itself; capped there (`maxnreg=128`) it rematerializes instead, 287 SASS a tile against 270, and ran 0-3% slower on
-# 11 cases (runs_2026-11-30_s7/, call 8): no cap, and a CPU test holds each entry to the registers of its occupancy
+# larger tile win sooner. Up to 48 rows, block_m 32 with its rings split by K-tile parity (`pairs`, one bar.sync a
+# tile) under an 80-register cap (uncapped, pairs takes 96-98: a program a multiprocessor fewer): on one warpgroup up
+# to 16 rows (64 weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up
+# to 16 rows, 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), on two
+# warpgroups (128 weight rows share each x tile) from 17 to 48 (1.01x-1.04x one warpgroup on 8 of those 9 cases).
+# Beyond 48, block_m 64 on one warpgroup at 128 registers, 4 programs a multiprocessor (faster than two warpgroups on
+# all 32 cases tried of 49 to 410 rows a slice). ptxas lands it at 128 registers by itself; capped there
+# (`maxnreg=128`) it rematerializes instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases
+# (runs_2026-11-30_s7/, call 8): no cap, and a CPU test holds each entry to the registers of its occupancy
 # (suites/test_sm90.py). Measured and left out (NOTES_sm90.md): block_m 128 (255 registers, 2 programs a
 # multiprocessor), two 64-token wgmmas a block, 5 programs a multiprocessor at 96 registers, `split_at` on the small
 # tiles, `pairs` or `overlap` on block_m 64 (162-168 registers: a program a multiprocessor fewer, slower).
 CONFIGS = (
+    (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2)),
     (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
     (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2)),
 )

@@ -32,7 +32,7 @@ case "${1:-}" in
     done ;;
   slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
-  sanitize)  # cases of each table entry (block_m 32, 64), zipf routing: cold slices' last tiles narrowed. racecheck
+  sanitize)  # a case per table entry (zipf-bs128, 2048, 2560), zipf routing: cold slices' last tiles narrowed. racecheck
              # with N = 256 (sanitize_case.py's third argument): at the full N it outlasts a call
     while read -r tool routing batch n; do
       echo "== $tool $routing-bs$batch${n:+ N=$n}" | tee -a "$OUT/sanitize.log"
