@@ -29,21 +29,21 @@ def _not_an_xdist_worker(monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
 
 
-def _stats(median):
-    """pytest-benchmark's stats record of a run whose every round took `median` seconds."""
+def _stats(median, iqr=0.0):
+    """pytest-benchmark's stats record of a run whose rounds took `median` seconds, quartiles `iqr` apart."""
     keys = ("min", "max", "mean", "median", "q1", "q3", "ld15iqr", "hd15iqr", "total")
-    return {**dict.fromkeys(keys, median), "stddev": 0.0, "iqr": 0.0, "rounds": 5, "iterations": 1, "ops": 1 / median,
+    return {**dict.fromkeys(keys, median), "stddev": 0.0, "iqr": iqr, "rounds": 5, "iterations": 1, "ops": 1 / median,
             "outliers": "0;0", "iqr_outliers": 0, "stddev_outliers": 0}  # fmt: skip
 
 
-def _baseline(pytester, medians, device="cpu", name="0001_base.json", text=None):
+def _baseline(pytester, medians, device="cpu", name="0001_base.json", text=None, iqr=0.0):
     folder = pytester.path / "baselines" / "cpu"
     folder.mkdir(parents=True, exist_ok=True)
     data = {
         "machine_info": {"moe_gather": {"device": device}},
         "benchmarks": [
             {"name": n, "fullname": f"test_gate_synthetic.py::{n}", "group": None, "params": None, "param": None,
-             "extra_info": {}, "options": {}, "stats": _stats(m)}
+             "extra_info": {}, "options": {}, "stats": _stats(m, iqr * m)}
             for n, m in medians.items()
         ],
     }  # fmt: skip
@@ -65,6 +65,18 @@ def test_regression_is_measured_again_then_fails(pytester):
         ["*test_synthetic: * us against 1000.0 us baseline, time +*(REGRESSED, allowed +5%), throughput -*"]
     )
     assert "remeasured 1" not in result.stdout.str()  # it failed after measuring again, before the print
+
+
+@pytest.mark.parametrize(("iqr", "verdict", "allowed"), [(0.0, "REGRESSED", "+5%"), (1.0, "within noise", "+100%")])
+def test_the_baseline_spread_widens_the_allowed_slowdown(pytester, iqr, verdict, allowed):
+    """The sleep takes ~40% longer than the baseline's median: a regression against a baseline whose rounds agree,
+    within noise against one whose quartiles lie a whole median apart (it cannot resolve 40%)."""
+    _baseline(pytester, {"test_synthetic": 0.0015, "test_other": 0.001}, iqr=iqr)
+    result = _run(pytester, "--benchmark-compare")
+    result.assert_outcomes(passed=2 - (iqr == 0), failed=int(iqr == 0))
+    result.stdout.fnmatch_lines(
+        [f"*test_synthetic: * us against 1500.0 us baseline, time +*({verdict}, allowed {allowed})*"]
+    )
 
 
 def test_improvement_is_reported_and_passes(pytester):
