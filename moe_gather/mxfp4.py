@@ -82,7 +82,7 @@ class MXFP4Weights(ExpertShape):
 
 def e2m1_round(q: torch.Tensor) -> torch.Tensor:
     """float32 values (already divided by their scale) -> e2m1 codes (uint8, 0..15), RNE, saturating at 6."""
-    mag = q.abs()
+    mag = q.abs().contiguous()  # bucketize copies a strided input anyway (and warns)
     midpoints = torch.tensor(_E2M1_MIDPOINTS, dtype=q.dtype, device=q.device)
     idx = torch.bucketize(mag, midpoints)  # a tie lands on the lower code
     tie = (idx < len(_E2M1_MIDPOINTS)) & (mag == midpoints[idx.clamp(max=len(_E2M1_MIDPOINTS) - 1)])
