@@ -64,7 +64,7 @@ def load_baseline(folder: Path, device_name: str | None) -> Baseline:
         recorded = data["machine_info"]["moe_gather"]["device"]
         medians = {b["name"]: float(b["stats"]["median"]) for b in data["benchmarks"]}
         spreads = {b["name"]: float(b["stats"]["iqr"]) / float(b["stats"]["median"]) for b in data["benchmarks"]}
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
         raise BaselineError(f"baseline {path} is corrupted or not a moe-gather benchmark file: {e!r}") from None
     if recorded != device:
         raise BaselineError(f"baseline {path} was measured on {recorded}, this run is on {device}")

@@ -103,7 +103,14 @@ def test_baseline_from_another_device_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*was measured on NVIDIA H200, this run is on cpu*"])
 
 
-@pytest.mark.parametrize("text", ["{not json", '{"benchmarks": []}', '{"machine_info": {}, "benchmarks": 3}'])
+ZERO_MEDIAN = json.dumps(
+    {"machine_info": {"moe_gather": {"device": "cpu"}}, "benchmarks": [{"name": "t", "stats": {"median": 0, "iqr": 0}}]}
+)  # a spread relative to a zero median
+
+
+@pytest.mark.parametrize(
+    "text", ["{not json", '{"benchmarks": []}', '{"machine_info": {}, "benchmarks": 3}', ZERO_MEDIAN]
+)
 def test_corrupted_baseline_is_a_usage_error(pytester, text):
     _baseline(pytester, {}, text=text)
     result = _run(pytester, "--benchmark-compare")
