@@ -184,9 +184,6 @@ class Sm90Config:
     # Even and odd K tiles in two sets of buffers, the loop unrolled by two: one bar.sync a tile instead of two (the
     # kernel's PAIRS). Worth it where registers are plentiful: unrolled, ptxas keeps more of two tiles live.
     pairs: bool = False
-    # Two partial sums: block j's promotion runs while block j + 1's wgmma does. ptxas keeps them apart only with
-    # the registers for both (block_m 64: 168 instead of 128; capped, it serializes the wgmmas again).
-    overlap: bool = False
     # A slice's last tile at block_m / 2 (narrow 1) or block_m / 4 (2) tokens when its rows fit: one launch, the
     # wgmma, promotion and x copies of the width the rows need (the kernel holds a K loop for each width). At most:
     # a launch's tile narrows down to 8 tokens (wgmma's smallest N), so a forced smaller block_m keeps working.
@@ -230,7 +227,9 @@ class Sm90Config:
 # (runs_2026-11-30_s7/, call 8): no cap, and a CPU test holds each entry to the registers of its occupancy
 # (suites/test_sm90.py). Measured and left out (NOTES_sm90.md): block_m 128 (255 registers, 2 programs a
 # multiprocessor), two 64-token wgmmas a block, 5 programs a multiprocessor at 96 registers, `split_at` on the small
-# tiles, `pairs` or `overlap` on block_m 64 (162-168 registers: a program a multiprocessor fewer, slower).
+# tiles, `pairs` on block_m 64 (162 registers: a program a multiprocessor fewer, slower), two partial sums a
+# warpgroup (a block's promotion beside the next block's wgmma: 1-5% on block_m 16, slower wherever its registers cost
+# a program a multiprocessor; removed with the block_m 16 entry, 5b3b865 has it).
 CONFIGS = (
     (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2)),
     (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
@@ -442,12 +441,11 @@ def _x_block(x_tile, j: gl.constexpr):
 
 @gluon.jit
 def _mma_tile(
-    acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, OVERLAP: gl.constexpr, BLOCKS: gl.constexpr,
+    acc, part, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, BLOCKS: gl.constexpr,
 ):  # fmt: skip
     """One landed K tile (`stage`): its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends
-    inside), one wgmma each, each partial promoted into acc. OVERLAP: block j + 1's wgmma writes `spare` while block
-    j's partial is promoted (Sm90Config.overlap). The operand layouts follow from the accumulator's."""
+    inside), one wgmma each, each partial promoted into acc. The operand layouts follow from the accumulator's."""
     acc_layout: gl.constexpr = acc.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
@@ -480,26 +478,19 @@ def _mma_tile(
         for j in gl.static_range(BLOCKS):
             if j + 1 < BLOCKS:
                 a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
-            scale = _block_scales(scale_words, j, ZERO_SCALE)
-            if OVERLAP and j + 1 < BLOCKS:
-                spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
-                part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's, block j + 1's in flight
-                acc = gl.fma(part, scale[:, None], acc)
-                part, spare = spare, part
-            else:
-                # Promote once the wgmma is done: without a spare partial, reading its registers while the next
-                # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
-                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = gl.fma(part, scale[:, None], acc)
-                if j + 1 < BLOCKS:
-                    part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
-    return acc, part, spare
+            # Promote once the wgmma is done: reading its registers while the next wgmma (which writes them) is in
+            # flight would make ptxas serialize every wgmma.
+            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+            acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
+            if j + 1 < BLOCKS:
+                part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
+    return acc, part
 
 
 @gluon.jit
 def _tile(
     call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr, OVERLAP: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr,
 ):  # fmt: skip
     """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
@@ -566,15 +557,14 @@ def _tile(
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
-    spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # the next one's, with OVERLAP
     if FIRST:  # step 0: the last tile's blocks
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
         _issue_loads(
             AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
         )
-        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
-                                     ZERO_SCALE, OVERLAP, LAST_BLOCKS)  # fmt: skip
+        acc, part = _mma_tile(acc, part, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
+                                     ZERO_SCALE, LAST_BLOCKS)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
@@ -583,13 +573,13 @@ def _tile(
             ahead = _stage(rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING)  # the other ring with PAIRS
             _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
             landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
-            acc, part, spare = _mma_tile(acc, part, spare, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
-                                         OVERLAP, BLOCKS)  # fmt: skip
+            acc, part = _mma_tile(acc, part, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
+                                         BLOCKS)  # fmt: skip
     if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
-        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
-                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, OVERLAP, BLOCKS)  # fmt: skip
+        acc, part = _mma_tile(acc, part, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
+                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS)  # fmt: skip
     cp.wait_group(0)
 
     if not F16:  # the bit-spread encoding
@@ -622,7 +612,6 @@ def _bmm1_sm90_kernel(
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)); fp8: bit-spread words, 2 ** -6 the values
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
-    OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partials, a block's promotion beside the next wgmma
     NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
@@ -642,11 +631,11 @@ def _bmm1_sm90_kernel(
     )
     rows_left = size - pid_m * BLOCK_M
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
     else:
-        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -671,7 +660,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
                 BLOCK_M=block_m, NUM_BUFFERS=num_buffers, F16=w.f16, ZERO_SCALE=w.zero_scale,
-                PAIRS=bool(config.pairs), OVERLAP=bool(config.overlap), NARROW=_narrowing(config.narrow, block_m),
+                PAIRS=bool(config.pairs), NARROW=_narrowing(config.narrow, block_m),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

@@ -121,8 +121,7 @@ SIGNATURE = {
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32",
     "limit": "fp32", "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr",
-    "F16": "constexpr", "ZERO_SCALE": "constexpr", "PAIRS": "constexpr",
-    "OVERLAP": "constexpr", "NARROW": "constexpr",
+    "F16": "constexpr", "ZERO_SCALE": "constexpr", "PAIRS": "constexpr", "NARROW": "constexpr",
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 
@@ -130,7 +129,7 @@ ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's 
 def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False):
     block_m, num_buffers = config.tiles[tile]
     constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16,
-                  "ZERO_SCALE": zero_scale, "PAIRS": config.pairs, "OVERLAP": config.overlap,
+                  "ZERO_SCALE": zero_scale, "PAIRS": config.pairs,
                   "NARROW": _sm90._narrowing(config.narrow, block_m)}  # fmt: skip
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
