@@ -643,6 +643,14 @@ def _narrowing(narrow: int, block_m: int) -> int:
     return min(narrow, (block_m // 8).bit_length() - 1)
 
 
+def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, zero_scale: bool) -> dict:
+    """The kernel's compile-time arguments for launch `tile` of `config` (0, or 1 for split_at's large tiles) on
+    weights of that shape and path: what `launch` passes, and what the CPU tests compile."""
+    block_m, num_buffers = config.tiles[tile]
+    return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16, "ZERO_SCALE": zero_scale,
+            "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m)}  # fmt: skip
+
+
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged)
@@ -654,13 +662,12 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     else:
         schedules = (ragged.block_schedule[config.block_m],)
-    for (block_m, num_buffers), schedule in zip(config.tiles, schedules, strict=True):
+    for tile, schedule in enumerate(schedules):
         if schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
-                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), K=w.k, N=w.n,
-                BLOCK_M=block_m, NUM_BUFFERS=num_buffers, F16=w.f16, ZERO_SCALE=w.zero_scale,
-                PAIRS=bool(config.pairs), NARROW=_narrowing(config.narrow, block_m),
+                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
+                **kernel_constexprs(config, tile, w.k, w.n, w.f16, w.zero_scale),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

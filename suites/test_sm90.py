@@ -127,10 +127,7 @@ ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's 
 
 
 def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False):
-    block_m, num_buffers = config.tiles[tile]
-    constexprs = {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16,
-                  "ZERO_SCALE": zero_scale, "PAIRS": config.pairs,
-                  "NARROW": _sm90._narrowing(config.narrow, block_m)}  # fmt: skip
+    constexprs = _sm90.kernel_constexprs(config, tile, k, n, f16, zero_scale)
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
