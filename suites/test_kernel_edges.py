@@ -34,6 +34,12 @@ def params(gpu):
     return make_expert_params(MODEL, "cuda")
 
 
+@pytest.fixture
+def sm90(gpu):
+    if gpu.capability[0] != 9:
+        pytest.skip(f"the sm90 table's entries run on sm_90 only, this is {gpu.found}")
+
+
 def _check(problem, description, tolerance=TOLERANCES["kernel"]):
     weights = bmm1.prepare_weights(problem.params.weights)
     out = bmm1.run_problem(problem, weights)
@@ -150,11 +156,9 @@ def _sized_routing(sizes):
 
 
 @pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
-def test_every_tile_width_of_each_sm90_entry(params, gpu, config):
+def test_every_tile_width_of_each_sm90_entry(params, sm90, config):
     """Slices whose last tile takes each width an entry narrows to (block_m, / 2, / 4) and ones that end on a tile
     boundary, in one launch: each against the reference."""
-    if gpu.capability[0] != 9:
-        pytest.skip(f"the sm90 table's entries run on sm_90 only, this is {gpu.found}")
     sizes = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 128, 0]
     routing = _sized_routing(sizes)
     assert routing.ragged.slice_sizes.tolist() == sizes
@@ -165,11 +169,9 @@ def test_every_tile_width_of_each_sm90_entry(params, gpu, config):
 
 @pytest.mark.parametrize("k", [32, 96, 128, 2816, 2848, 2912])
 @pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
-def test_k_ending_anywhere_in_a_tile(params, gpu, config, k):
+def test_k_ending_anywhere_in_a_tile(params, sm90, config, k):
     """K on a 128-wide tile boundary (all whole tiles), or 1, 2 (gpt-oss: 2880) or 3 blocks of 32 into its last
     tile, which the sm90 kernel then runs first with only its blocks; K under one tile leaves its loop none."""
-    if gpu.capability[0] != 9:
-        pytest.skip(f"the sm90 table's entries run on sm_90 only, this is {gpu.found}")
     model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
     k_params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
