@@ -193,7 +193,8 @@ class Sm90Config:
     # scales stream from DRAM further ahead than its shared memory holds; its first tiles are prefetched as soon as
     # its expert is known, two dependent loads before its first copies. 0: none.
     prefetch: int = 0
-    prefetch_loop: bool = True  # False: only the program's first tiles (and every tile's scales), at its start
+    prefetch_loop: bool = True  # False: only the program's first tiles, at its start
+    prefetch_scales: bool = True  # with the words of the first tiles, their scales (a piece a tile)
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -679,6 +680,7 @@ def _bmm1_sm90_kernel(
     NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
     PREFETCH: gl.constexpr = 0,  # Sm90Config.prefetch: K tiles beyond the ring's prefetched into L2
     PREFETCH_LOOP: gl.constexpr = True,  # Sm90Config.prefetch_loop
+    PREFETCH_SCALES: gl.constexpr = True,  # Sm90Config.prefetch_scales
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
@@ -692,10 +694,9 @@ def _bmm1_sm90_kernel(
         K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
         START: gl.constexpr = min(NUM_BUFFERS - 1 + PREFETCH, K_TILES)
         l2_bases = _l2_bases(words_ptr, scales_ptr, expert, pid_n, K_TILES, N)
-        _l2_prefetch(l2_bases, 0, START, False, K_TILES, N)
+        _l2_prefetch(l2_bases, 0, START, PREFETCH_SCALES, K_TILES, N)
         if _last_tile_first(K) and START < K_TILES:  # step 0's tile
-            _l2_prefetch(l2_bases, K_TILES - 1, 1, False, K_TILES, N)
-        _l2_prefetch(l2_bases, 0, K_TILES, True, K_TILES, N)  # every tile's scales (1/16 of the words), the loop none
+            _l2_prefetch(l2_bases, K_TILES - 1, 1, PREFETCH_SCALES, K_TILES, N)
     size = gl.load(slice_sizes_ptr + expert)
     start = gl.load(slice_offs_ptr + expert)
 
@@ -723,7 +724,8 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     block_m, num_buffers = config.tiles[tile]
     return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16, "ZERO_SCALE": zero_scale,
             "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m),
-            "PREFETCH": config.prefetch, "PREFETCH_LOOP": config.prefetch_loop}  # fmt: skip
+            "PREFETCH": config.prefetch, "PREFETCH_LOOP": config.prefetch_loop,
+            "PREFETCH_SCALES": config.prefetch_scales}  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
