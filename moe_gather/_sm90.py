@@ -189,12 +189,9 @@ class Sm90Config:
     # wgmma, promotion and x copies of the width the rows need (the kernel holds a K loop for each width). At most:
     # a launch's tile narrows down to 8 tokens (wgmma's smallest N), so a forced smaller block_m keeps working.
     narrow: int = 0
-    # K tiles beyond the ring's that each step prefetches into L2 (cp.async.bulk.prefetch.L2): the program's words and
-    # scales stream from DRAM further ahead than its shared memory holds; its first tiles are prefetched as soon as
-    # its expert is known, two dependent loads before its first copies. 0: none.
-    prefetch: int = 0
-    prefetch_loop: bool = True  # False: only the program's first tiles, at its start
-    prefetch_scales: bool = True  # with the words of the first tiles, their scales (a piece a tile)
+    # The grid's tiles ordered by the rows they hold, most first (RaggedMetadata.widest_first): the slices' narrowed
+    # last tiles run last. False: slice by slice.
+    widest_first: bool = False
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -204,10 +201,10 @@ class Sm90Config:
     def __post_init__(self):
         if self.pairs and (self.num_buffers % 2 or self.split_at):
             raise ValueError(f"Sm90Config: pairs needs an even num_buffers and no split_at, got {self}")
+        if self.widest_first and self.split_at:
+            raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow not in (0, 1, 2):
             raise ValueError(f"Sm90Config: narrow is 0, 1 or 2 halvings of block_m, got {self}")
-        if self.prefetch < 0:
-            raise ValueError(f"Sm90Config: prefetch is a number of K tiles, got {self}")
 
     @property
     def block_n(self) -> int:  # weight rows per tile
@@ -292,20 +289,6 @@ shr.u32 down, $2, 2;
 and.b32 up, up, 0x8C8C8C8C;
 and.b32 down, down, 0x10101010;
 or.b32 $1, up, down;
-}
-""")
-
-
-# One L2 prefetch (cp.async.bulk) of $2 bytes at $1 by the program's thread 0; none if $2 is 0.
-_L2_PREFETCH_ASM = tl.constexpr("""
-{
-.reg .pred p;
-.reg .b32 t;
-mov.u32 t, %tid.x;
-setp.eq.u32 p, t, 0;
-setp.ne.and.b32 p, $2, 0, p;
-@p cp.async.bulk.prefetch.L2.global [$1], $2;
-mov.b32 $0, 0;
 }
 """)
 
@@ -456,43 +439,6 @@ def _issue_loads(
     cp.commit_group()
 
 
-@gluon.constexpr_function
-def _last_tile_first(k):
-    """Whether K ends inside its last 128-wide tile before the tile's last block (K = 2880: after 2 of 4): that tile
-    then runs first, with only its blocks (_tile)."""
-    return (k - 1) % TILE_K + 1 <= TILE_K - MX_BLOCK
-
-
-@gluon.jit
-def _l2_bases(words_ptr, scales_ptr, expert, pid_n, K_TILES: gl.constexpr, N: gl.constexpr):
-    """Where the program's words and scales of K tile 0 start (int32 pointers): the bases of _l2_prefetch."""
-    BLOCK_N: gl.constexpr = 16 * gl.num_warps()
-    W_TILE: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # int32 words of one K tile of a row block
-    row_block = (expert * N + pid_n * BLOCK_N) // _ROW_BLOCK
-    return words_ptr + row_block.to(gl.int64) * (K_TILES * W_TILE), scales_ptr + expert.to(gl.int64) * (
-        K_TILES * N
-    ) + pid_n * BLOCK_N
-
-
-@gluon.jit
-def _l2_prefetch(bases, first, COUNT: gl.constexpr, SCALES: gl.constexpr, K_TILES: gl.constexpr, N: gl.constexpr):
-    """Prefetch K tiles [first, first + COUNT) of the program's words into L2 (tiles past K_TILES: the last again),
-    each warpgroup's 64 rows in one piece (tile-major), and with SCALES each tile's scales in another."""
-    BLOCK_N: gl.constexpr = 16 * gl.num_warps()
-    W_TILE: gl.constexpr = _ROW_BLOCK * _TILE_K // 8
-    w_at, s_at = bases
-    first = gl.minimum(first, K_TILES - COUNT)
-    for g in gl.static_range(BLOCK_N // _ROW_BLOCK):
-        _l2_prefetch_piece(w_at + g * (K_TILES * W_TILE) + first * W_TILE, COUNT * W_TILE * 4)
-    for i in gl.static_range(COUNT if SCALES else 0):
-        _l2_prefetch_piece(s_at + (first + i) * N, BLOCK_N * 4)
-
-
-@gluon.jit
-def _l2_prefetch_piece(at, nbytes: gl.constexpr):
-    gl.inline_asm_elementwise(_L2_PREFETCH_ASM, "=r,l,r", [at, nbytes], dtype=gl.int32, is_pure=False, pack=1)
-
-
 @gluon.jit
 def _x_block(x_tile, j: gl.constexpr):
     """K block j of a landed x tile [BLOCK_M, 128] as wgmma's B operand [32, BLOCK_M]."""
@@ -550,8 +496,7 @@ def _mma_tile(
 @gluon.jit
 def _tile(
     call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr, PREFETCH: gl.constexpr,
-    PREFETCH_LOOP: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr,
 ):  # fmt: skip
     """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
@@ -605,7 +550,7 @@ def _tile(
     # p // RINGS % RING.
     BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
     LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
-    FIRST: gl.constexpr = 1 if _last_tile_first(K) else 0
+    FIRST: gl.constexpr = 1 if LAST_BLOCKS < BLOCKS else 0
     WHOLE: gl.constexpr = K_TILES - FIRST
     AHEAD: gl.constexpr = NUM_BUFFERS - 1  # steps loaded ahead
     LAST: gl.constexpr = K_TILES - 1  # the last step
@@ -616,8 +561,6 @@ def _tile(
         else:
             _issue_loads(i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, WHOLE * _TILE_K, N, WHOLE)
 
-    if PREFETCH and PREFETCH_LOOP:
-        l2_bases = _l2_bases(words_ptr, scales_ptr, expert, pid_n, K_TILES, N)
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
     if FIRST:  # step 0: the last tile's blocks
@@ -635,8 +578,6 @@ def _tile(
             gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
             ahead = _stage(rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING)  # the other ring with PAIRS
             _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
-            if PREFETCH and PREFETCH_LOOP and r == 0:  # the kernel prefetched the tiles before AHEAD + PREFETCH
-                _l2_prefetch(l2_bases, p + AHEAD - FIRST + PREFETCH, RINGS, False, K_TILES, N)
             landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
             acc, part = _mma_tile(acc, part, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
                                          BLOCKS)  # fmt: skip
@@ -678,9 +619,6 @@ def _bmm1_sm90_kernel(
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
     NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
-    PREFETCH: gl.constexpr = 0,  # Sm90Config.prefetch: K tiles beyond the ring's prefetched into L2
-    PREFETCH_LOOP: gl.constexpr = True,  # Sm90Config.prefetch_loop
-    PREFETCH_SCALES: gl.constexpr = True,  # Sm90Config.prefetch_scales
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
@@ -690,13 +628,6 @@ def _bmm1_sm90_kernel(
     pid_n = pid % GRID_N
     expert = entry & 0xFFFF
     pid_m = entry >> 16
-    if PREFETCH:  # the first tiles, before the slice's size, start and gather rows are loaded
-        K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
-        START: gl.constexpr = min(NUM_BUFFERS - 1 + PREFETCH, K_TILES)
-        l2_bases = _l2_bases(words_ptr, scales_ptr, expert, pid_n, K_TILES, N)
-        _l2_prefetch(l2_bases, 0, START, PREFETCH_SCALES, K_TILES, N)
-        if _last_tile_first(K) and START < K_TILES:  # step 0's tile
-            _l2_prefetch(l2_bases, K_TILES - 1, 1, PREFETCH_SCALES, K_TILES, N)
     size = gl.load(slice_sizes_ptr + expert)
     start = gl.load(slice_offs_ptr + expert)
 
@@ -706,11 +637,11 @@ def _bmm1_sm90_kernel(
     )
     rows_left = size - pid_m * BLOCK_M
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, PREFETCH, PREFETCH_LOOP)
+        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, PREFETCH, PREFETCH_LOOP)
+        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
     else:
-        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, PREFETCH, PREFETCH_LOOP)
+        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -723,9 +654,7 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     weights of that shape and path: what `launch` passes, and what the CPU tests compile."""
     block_m, num_buffers = config.tiles[tile]
     return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16, "ZERO_SCALE": zero_scale,
-            "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m),
-            "PREFETCH": config.prefetch, "PREFETCH_LOOP": config.prefetch_loop,
-            "PREFETCH_SCALES": config.prefetch_scales}  # fmt: skip
+            "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m)}  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
@@ -737,6 +666,8 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
+    elif config.widest_first:
+        schedules = (ragged.widest_first(config.block_m),)
     else:
         schedules = (ragged.block_schedule[config.block_m],)
     for tile, schedule in enumerate(schedules):

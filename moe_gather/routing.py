@@ -115,6 +115,21 @@ class RaggedMetadata:
             )
         return self._buckets[key]
 
+    def widest_first(self, block_m: int) -> torch.Tensor:
+        """block_schedule[block_m] ordered by the rows each tile holds, most first (stable: among equals, slices and
+        their tiles keep their order), so that slices' last tiles, narrower and cheaper than whole ones, run in the
+        grid's last wave. On the device, without a sync; once per block_m."""
+        key = ("widest_first", block_m)
+        if key not in self._buckets:
+            schedule = self.block_schedule[block_m]
+            if self.n_slices:
+                expert = (schedule & ((1 << SCHEDULE_PID_SHIFT) - 1)).clamp(max=self.n_slices - 1)
+                rows = (self.slice_sizes[expert] - (schedule >> SCHEDULE_PID_SHIFT) * block_m).clamp(max=block_m)
+                rows = torch.where(schedule == SCHEDULE_UNUSED, -1, rows)
+                schedule = schedule[torch.sort(rows, descending=True, stable=True).indices]
+            self._buckets[key] = schedule
+        return self._buckets[key]
+
 
 def _tile(sizes: torch.Tensor, block_m: int, bound: int, tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Slices of `sizes` tiled by block_m: (block offsets [E + 1], schedule [bound] of slice | pid_m << 16, -1 past

@@ -7,6 +7,7 @@ from moe_gather._table import lookup
 from moe_gather.problem import MODELS, batch_sizes, local_shard
 from moe_gather.routing import (
     BLOCK_SIZES,
+    SCHEDULE_PID_SHIFT,
     SCHEDULE_UNUSED,
     make_logits,
     make_ragged_metadata,
@@ -116,6 +117,20 @@ def test_bucket_schedules_split_the_slices_by_size(sizes, split_at, small_m, lar
         got = schedule.tolist()
         assert got[: len(want)] == want and set(got[len(want) :]) <= {SCHEDULE_UNUSED}
     assert ragged.bucket_schedules(split_at, small_m, large_m)[0] is small  # computed once
+
+
+@pytest.mark.parametrize("sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [8, 7, 7, 6, 5], [0, 0], [], [300, 0, 1, 64, 65]])
+@pytest.mark.parametrize("block_m", [8, 32, 64])
+def test_widest_first_reorders_the_tiles_by_rows(sizes, block_m):
+    """The same tiles, fullest first; among equals in slice order, then by tile."""
+    ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 8)
+    _, tiles = _brute_force_schedule(sizes, block_m)
+    mask = (1 << SCHEDULE_PID_SHIFT) - 1
+    rows = {t: min(block_m, sizes[t & mask] - (t >> SCHEDULE_PID_SHIFT) * block_m) for t in tiles}
+    want = sorted(tiles, key=lambda t: (-rows[t], t & mask, t >> SCHEDULE_PID_SHIFT))
+    got = ragged.widest_first(block_m).tolist()
+    assert got[: len(want)] == want and set(got[len(want) :]) <= {SCHEDULE_UNUSED}
+    assert len(got) == len(ragged.block_schedule[block_m]) and ragged.widest_first(block_m) is ragged.widest_first(block_m)
 
 
 def test_max_blocks_is_tight():
