@@ -130,7 +130,8 @@ def test_widest_first_reorders_the_tiles_by_rows(sizes, block_m):
     want = sorted(tiles, key=lambda t: (-rows[t], t & mask, t >> SCHEDULE_PID_SHIFT))
     got = ragged.widest_first(block_m).tolist()
     assert got[: len(want)] == want and set(got[len(want) :]) <= {SCHEDULE_UNUSED}
-    assert len(got) == len(ragged.block_schedule[block_m]) and ragged.widest_first(block_m) is ragged.widest_first(block_m)
+    assert len(got) == len(ragged.block_schedule[block_m])
+    assert ragged.widest_first(block_m) is ragged.widest_first(block_m)  # computed once
 
 
 def test_max_blocks_is_tight():
