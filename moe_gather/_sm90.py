@@ -227,6 +227,9 @@ class Sm90Config:
 # to 16 rows (64 weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up
 # to 16 rows, 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), on two
 # warpgroups (128 weight rows share each x tile) from 17 to 48 (1.01x-1.04x one warpgroup on 8 of those 9 cases).
+# Up to 16 rows the grid runs its tiles widest first (`widest_first`: the slices' narrowed last tiles in the last wave):
+# 0.96x the time in geometric mean over those 23 cases (0.82x-1.04x; runs_2026-11-30_s10/, call 3); from 17 rows on it
+# cost 1-2% (beyond 48 the narrowed tiles no longer find their expert's weights in L2).
 # Beyond 48, block_m 64 on one warpgroup at 128 registers, 4 programs a multiprocessor (faster than two warpgroups on
 # all 32 cases tried of 49 to 410 rows a slice). ptxas lands it at 128 registers by itself; capped there
 # (`maxnreg=128`) it rematerializes instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases
@@ -235,9 +238,10 @@ class Sm90Config:
 # multiprocessor), two 64-token wgmmas a block, 5 programs a multiprocessor at 96 registers, `split_at` on the small
 # tiles, `pairs` on block_m 64 (162 registers: a program a multiprocessor fewer, slower), two partial sums a
 # warpgroup (a block's promotion beside the next block's wgmma: 1-5% on block_m 16, slower wherever its registers cost
-# a program a multiprocessor; removed with the block_m 16 entry, 5b3b865 has it).
+# a program a multiprocessor; removed with the block_m 16 entry, 5b3b865 has it), an L2 prefetch of a program's words
+# and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages.
 CONFIGS = (
-    (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2)),
+    (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
     (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
     (1 << 30, Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2)),
 )
