@@ -94,6 +94,11 @@ def test_parity_rings_need_an_even_ring():
         replace(config, split_at=16)
 
 
+def test_widest_first_orders_one_schedule():
+    with pytest.raises(ValueError, match="widest_first orders one schedule, not split_at's two"):
+        _sm90.Sm90Config(block_m=16, num_buffers=4, num_warps=4, widest_first=True, split_at=32)
+
+
 def test_narrow_is_zero_one_or_two_halvings():
     with pytest.raises(ValueError, match="narrow is 0, 1 or 2 halvings of block_m"):
         _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=3)
