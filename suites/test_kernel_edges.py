@@ -155,14 +155,17 @@ def _sized_routing(sizes):
     return route(logits.half().cuda(), MODEL.top_k, MODEL.num_shards, shard)
 
 
+# Local slice sizes whose last tiles take every width a table entry narrows to, and some that end on a tile boundary.
+EVERY_WIDTH = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 128, 0]
+
+
 @pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
 def test_every_tile_width_of_each_sm90_entry(params, sm90, config):
     """Slices whose last tile takes each width an entry narrows to (block_m, / 2, / 4) and ones that end on a tile
     boundary, in one launch: each against the reference."""
-    sizes = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 128, 0]
-    routing = _sized_routing(sizes)
-    assert routing.ragged.slice_sizes.tolist() == sizes
-    problem = _problem(params, batch=sum(sizes), routing=routing)
+    routing = _sized_routing(EVERY_WIDTH)
+    assert routing.ragged.slice_sizes.tolist() == EVERY_WIDTH
+    problem = _problem(params, batch=sum(EVERY_WIDTH), routing=routing)
     out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
     check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"tile widths, {config}")
 
@@ -177,3 +180,20 @@ def test_k_ending_anywhere_in_a_tile(params, sm90, config, k):
     problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
     out = bmm1.run_problem(problem, bmm1.prepare_weights(k_params.weights), config=config)
     check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"K = {k}, {config}")
+
+
+# Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), and each
+# entry with the other grid order (widest_first).
+OPT_IN_PLANS = [
+    _sm90.Sm90Config(block_m=16, num_buffers=4, num_warps=4, narrow=1, split_at=32),
+    _sm90.Sm90Config(block_m=32, num_buffers=4, num_warps=8, narrow=2, split_at=16, large_block_m=64),
+    *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
+]
+
+
+@pytest.mark.parametrize("config", OPT_IN_PLANS, ids=str)
+def test_opt_in_sm90_launch_plans(params, sm90, config):
+    """The same slices as the tile-width test, every size class, through each opt-in plan: against the reference."""
+    problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
+    out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"launch plan {config}")
