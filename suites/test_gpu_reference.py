@@ -49,3 +49,4 @@ def test_routing_is_the_same_on_cpu_and_gpu(routing):
     assert torch.equal(on_cpu.gather_indx, on_gpu.gather_indx.cpu())
     for block_m, schedule in on_cpu.ragged.block_schedule.items():
         assert torch.equal(schedule, on_gpu.ragged.block_schedule[block_m].cpu())
+        assert torch.equal(on_cpu.ragged.widest_first(block_m), on_gpu.ragged.widest_first(block_m).cpu())
