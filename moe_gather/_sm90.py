@@ -498,23 +498,14 @@ def _mma_tile(
 
 
 @gluon.jit
-def _tile(
-    call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr,
-):  # fmt: skip
-    """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
-    pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
-    x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr = call[0]
-    alpha, limit, expert, pid_n, size, start = call[1]
+def _copy_pointers(call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """The pointers and offsets of _issue_loads for the program's tile, laid out over the warps that copy."""
+    x_ptr, words_ptr, scales_ptr = call[0][0], call[0][1], call[0][2]
+    gather_ptr = call[0][4]
+    expert, pid_n, size, start = call[1][2], call[1][3], call[1][4], call[1][5]
     NUM_WARPS: gl.constexpr = gl.num_warps()
-    BLOCK_N: gl.constexpr = 16 * NUM_WARPS
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
-
-    MMA_K: gl.constexpr = 16 if F16 else 32
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
-    )
     # Copy layouts: 16 bytes a thread; x: a 128-byte row piece a K tile.
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
@@ -535,6 +526,28 @@ def _tile(
     w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :]
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
+
+    return x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s
+
+
+@gluon.jit
+def _tile(
+    call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr,
+):  # fmt: skip
+    """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
+    pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
+    x_ptr, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr = call[0][0], call[0][3], call[0][5], call[0][6], call[0][7]
+    alpha, limit, expert, pid_n, size, start = call[1]
+    NUM_WARPS: gl.constexpr = gl.num_warps()
+    BLOCK_N: gl.constexpr = 16 * NUM_WARPS
+    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
+
+    MMA_K: gl.constexpr = 16 if F16 else 32
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
+    )
+    loads = _copy_pointers(call, pid_m, K, N, BLOCK_M, BLOCK_N)
 
     # PAIRS: even K tiles in one set of buffers, odd ones in another, and the loop unrolled by two, so that a tile's
     # copies and the reads of the landed tile touch different allocations: Triton's barrier analysis, which cannot
@@ -558,7 +571,6 @@ def _tile(
     WHOLE: gl.constexpr = K_TILES - FIRST
     AHEAD: gl.constexpr = NUM_BUFFERS - 1  # steps loaded ahead
     LAST: gl.constexpr = K_TILES - 1  # the last step
-    loads = (x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s)
     for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
         if i < FIRST:
             _issue_loads(LAST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES)
@@ -594,6 +606,7 @@ def _tile(
 
     if not F16:  # the bit-spread encoding
         acc = acc * 64.0  # exact: a power of two
+    row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N  # the tile's first weight row of W^T
     swiglu_store(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
         N, BLOCK_M, BLOCK_N,
