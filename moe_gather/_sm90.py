@@ -30,7 +30,6 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
-    mbarrier,
     warpgroup_mma,
     warpgroup_mma_wait,
 )
@@ -193,9 +192,6 @@ class Sm90Config:
     # The grid's tiles ordered by the rows they hold, most first (RaggedMetadata.widest_first): the slices' narrowed
     # last tiles run last. False: slice by slice.
     widest_first: bool = False
-    # Registers of a producer warpgroup that makes the copies (cp.async, mbarrier handoffs; gl.warp_specialize), the
-    # launch's warps then only compute: 0, none. The launch holds maxnreg registers for twice num_warps warps.
-    producer: int = 0
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -243,7 +239,8 @@ class Sm90Config:
 # tiles, `pairs` on block_m 64 (162 registers: a program a multiprocessor fewer, slower), two partial sums a
 # warpgroup (a block's promotion beside the next block's wgmma: 1-5% on block_m 16, slower wherever its registers cost
 # a program a multiprocessor; removed with the block_m 16 entry, 5b3b865 has it), an L2 prefetch of a program's words
-# and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages.
+# and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages, a
+# producer warpgroup for block_m 64 (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
 CONFIGS = (
     (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
     (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
@@ -502,14 +499,23 @@ def _mma_tile(
 
 
 @gluon.jit
-def _copy_pointers(call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
-    """The pointers and offsets of _issue_loads for the program's tile, laid out over the warps that copy."""
-    x_ptr, words_ptr, scales_ptr = call[0][0], call[0][1], call[0][2]
-    gather_ptr = call[0][4]
-    expert, pid_n, size, start = call[1][2], call[1][3], call[1][4], call[1][5]
+def _tile(
+    call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr,
+):  # fmt: skip
+    """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
+    pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
+    x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr = call[0]
+    alpha, limit, expert, pid_n, size, start = call[1]
     NUM_WARPS: gl.constexpr = gl.num_warps()
+    BLOCK_N: gl.constexpr = 16 * NUM_WARPS
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
+
+    MMA_K: gl.constexpr = 16 if F16 else 32
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
+    )
     # Copy layouts: 16 bytes a thread; x: a 128-byte row piece a K tile.
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
@@ -531,77 +537,6 @@ def _copy_pointers(call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.co
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
 
-    return x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s
-
-
-_PRODUCER_WARPS = tl.constexpr(4)  # registers go by warpgroup: a producer of fewer warps would cost as much
-
-
-@gluon.jit
-def _consume(ring, ready, empty, K: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-             ZERO_SCALE: gl.constexpr):  # fmt: skip
-    """The K loop of a program whose copies a producer warpgroup makes (_produce): each landed stage (its ready
-    barrier) converted, multiplied and promoted, then handed back (its empty barrier). Returns the accumulator."""
-    NUM_WARPS: gl.constexpr = gl.num_warps()
-    BLOCK_N: gl.constexpr = 16 * NUM_WARPS
-    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
-    LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
-    FIRST: gl.constexpr = 1 if LAST_BLOCKS < _TILE_K // _MX_BLOCK else 0
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, 32]
-    )
-    acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
-    part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
-    if FIRST:  # step 0: the last tile's blocks
-        mbarrier.wait(ready.index(0), 0)
-        acc, part = _mma_tile(acc, part, _stage(ring, 0), ring[0], BLOCK_N, BLOCK_M, False, ZERO_SCALE, LAST_BLOCKS)
-        mbarrier.arrive(empty.index(0), count=1)
-    for p in range(FIRST, K_TILES):
-        slot = p % NUM_BUFFERS
-        mbarrier.wait(ready.index(slot), p // NUM_BUFFERS & 1)
-        acc, part = _mma_tile(acc, part, _stage(ring, slot), ring[0], BLOCK_N, BLOCK_M, False, ZERO_SCALE,
-                              _TILE_K // _MX_BLOCK)  # fmt: skip
-        mbarrier.arrive(empty.index(slot), count=1)
-    return (acc,)  # warp_specialize returns the default partition's results as a tuple
-
-
-@gluon.jit
-def _produce(call, pid_m, ring, ready, empty, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
-             BLOCK_N: gl.constexpr, NUM_BUFFERS: gl.constexpr):  # fmt: skip
-    """The copies of _consume's stages: each stage, once handed back, refilled by cp.async, its ready barrier
-    arriving when every producer thread's copies have landed. Steps as in _tile (the tile that K ends inside first)."""
-    loads = _copy_pointers(call, pid_m, K, N, BLOCK_M, BLOCK_N)
-    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
-    LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
-    FIRST: gl.constexpr = 1 if LAST_BLOCKS < _TILE_K // _MX_BLOCK else 0
-    WHOLE: gl.constexpr = K_TILES - FIRST
-    if FIRST:
-        _issue_loads(K_TILES - 1, _stage(ring, 0), *loads, K, N, K_TILES)
-        cp.mbarrier_arrive(ready.index(0), increment_count=False)
-    for p in range(FIRST, K_TILES):
-        slot = p % NUM_BUFFERS
-        mbarrier.wait(empty.index(slot), (p // NUM_BUFFERS & 1) ^ 1)  # a fresh barrier passes parity 1
-        _issue_loads(p - FIRST, _stage(ring, slot), *loads, WHOLE * _TILE_K, N, WHOLE)
-        cp.mbarrier_arrive(ready.index(slot), increment_count=False)
-
-
-@gluon.jit
-def _tile(
-    call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr, PRODUCER: gl.constexpr,
-):  # fmt: skip
-    """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
-    pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
-    x_ptr, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr = call[0][0], call[0][3], call[0][5], call[0][6], call[0][7]
-    alpha, limit, expert, pid_n, size, start = call[1]
-    NUM_WARPS: gl.constexpr = gl.num_warps()
-    BLOCK_N: gl.constexpr = 16 * NUM_WARPS
-    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
-
-    MMA_K: gl.constexpr = 16 if F16 else 32
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
-    )
     # PAIRS: even K tiles in one set of buffers, odd ones in another, and the loop unrolled by two, so that a tile's
     # copies and the reads of the landed tile touch different allocations: Triton's barrier analysis, which cannot
     # tell ring slots apart, then adds no second bar.sync a tile.
@@ -624,60 +559,42 @@ def _tile(
     WHOLE: gl.constexpr = K_TILES - FIRST
     AHEAD: gl.constexpr = NUM_BUFFERS - 1  # steps loaded ahead
     LAST: gl.constexpr = K_TILES - 1  # the last step
-    if PRODUCER:  # a producer warpgroup copies, this one (or two) only computes
-        ready = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [NUM_BUFFERS, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(NUM_BUFFERS):
-            mbarrier.init(ready.index(i), count=32 * _PRODUCER_WARPS)  # each producer thread's copies
-            mbarrier.init(empty.index(i), count=1)
-        acc = gl.warp_specialize(
-            [
-                (_consume, (rings[0], ready, empty, K, BLOCK_M, NUM_BUFFERS, ZERO_SCALE)),
-                (_produce, (call, pid_m, rings[0], ready, empty, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS)),
-            ],
-            [_PRODUCER_WARPS],
-            [PRODUCER],
-        )[0]
-    else:
-        loads = _copy_pointers(call, pid_m, K, N, BLOCK_M, BLOCK_N)
-        for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
-            if i < FIRST:
-                _issue_loads(LAST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES)
-            else:
-                _issue_loads(i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, WHOLE * _TILE_K, N, WHOLE)
+    loads = (x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s)
+    for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
+        if i < FIRST:
+            _issue_loads(LAST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES)
+        else:
+            _issue_loads(i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, WHOLE * _TILE_K, N, WHOLE)
 
-        acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
-        part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
-        if FIRST:  # step 0: the last tile's blocks
+    acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
+    part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
+    if FIRST:  # step 0: the last tile's blocks
+        cp.wait_group(NUM_BUFFERS - 2)
+        gl.thread_barrier()
+        _issue_loads(
+            AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
+        )
+        acc, part = _mma_tile(acc, part, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
+                                     ZERO_SCALE, LAST_BLOCKS)  # fmt: skip
+    for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
+        for r in gl.static_range(RINGS):
+            p = p0 + r  # in ring (r + FIRST) % RINGS
             cp.wait_group(NUM_BUFFERS - 2)
-            gl.thread_barrier()
-            _issue_loads(
-                AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
-            )
-            acc, part = _mma_tile(acc, part, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
-                                         ZERO_SCALE, LAST_BLOCKS)  # fmt: skip
-        for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
-            for r in gl.static_range(RINGS):
-                p = p0 + r  # in ring (r + FIRST) % RINGS
-                cp.wait_group(NUM_BUFFERS - 2)
-                gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
-                ahead = _stage(
-                    rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING
-                )  # the other ring with PAIRS
-                _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
-                landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
-                acc, part = _mma_tile(acc, part, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
-                                             BLOCKS)  # fmt: skip
-        if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
-            cp.wait_group(NUM_BUFFERS - 2)
-            gl.thread_barrier()
-            acc, part = _mma_tile(acc, part, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
-                                         BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS)  # fmt: skip
-        cp.wait_group(0)
+            gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
+            ahead = _stage(rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING)  # the other ring with PAIRS
+            _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
+            landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
+            acc, part = _mma_tile(acc, part, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
+                                         BLOCKS)  # fmt: skip
+    if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
+        cp.wait_group(NUM_BUFFERS - 2)
+        gl.thread_barrier()
+        acc, part = _mma_tile(acc, part, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
+                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS)  # fmt: skip
+    cp.wait_group(0)
 
     if not F16:  # the bit-spread encoding
         acc = acc * 64.0  # exact: a power of two
-    row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N  # the tile's first weight row of W^T
     swiglu_store(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
         N, BLOCK_M, BLOCK_N,
@@ -707,7 +624,6 @@ def _bmm1_sm90_kernel(
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
     NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
-    PRODUCER: gl.constexpr = 0,  # Sm90Config.producer: registers of a producer warpgroup (0: none)
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
@@ -726,11 +642,11 @@ def _bmm1_sm90_kernel(
     )
     rows_left = size - pid_m * BLOCK_M
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, PRODUCER)
+        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, PRODUCER)
+        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
     else:
-        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, PRODUCER)
+        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -743,8 +659,7 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     weights of that shape and path: what `launch` passes, and what the CPU tests compile."""
     block_m, num_buffers = config.tiles[tile]
     return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16, "ZERO_SCALE": zero_scale,
-            "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m),
-            "PRODUCER": config.producer}  # fmt: skip
+            "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m)}  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
