@@ -192,6 +192,9 @@ class Sm90Config:
     # The grid's tiles ordered by the rows they hold, most first (RaggedMetadata.widest_first): the slices' narrowed
     # last tiles run last. False: slice by slice.
     widest_first: bool = False
+    # Two partial sums a warpgroup: block j + 1's wgmma runs while block j's partial is promoted (32 registers more a
+    # thread at block_m 64). Without, each warp waits on its wgmma before promoting.
+    overlap: bool = False
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
     # tiled by large_block_m, so that a hot expert's weights are not converted once per small tile. 0: one launch.
     split_at: int = 0
@@ -452,11 +455,12 @@ def _x_block(x_tile, j: gl.constexpr):
 
 @gluon.jit
 def _mma_tile(
-    acc, part, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, BLOCKS: gl.constexpr,
+    acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, BLOCKS: gl.constexpr, OVERLAP: gl.constexpr,
 ):  # fmt: skip
     """One landed K tile (`stage`): its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends
-    inside), one wgmma each, each partial promoted into acc. The operand layouts follow from the accumulator's."""
+    inside), one wgmma each, each partial promoted into acc. The operand layouts follow from the accumulator's.
+    OVERLAP: block j + 1's wgmma writes `spare` while block j's partial is promoted (Sm90Config.overlap)."""
     acc_layout: gl.constexpr = acc.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
@@ -489,19 +493,25 @@ def _mma_tile(
         for j in gl.static_range(BLOCKS):
             if j + 1 < BLOCKS:
                 a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
-            # Promote once the wgmma is done: reading its registers while the next wgmma (which writes them) is in
-            # flight would make ptxas serialize every wgmma.
-            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-            acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
-            if j + 1 < BLOCKS:
-                part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
-    return acc, part
+            if OVERLAP and j + 1 < BLOCKS:
+                spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
+                part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's done, j + 1's in flight
+                acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
+                part, spare = spare, part
+            else:
+                # Promote once the wgmma is done: without a spare partial, reading its registers while the next
+                # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
+                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
+                if j + 1 < BLOCKS:
+                    part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
+    return acc, part, spare
 
 
 @gluon.jit
 def _tile(
     call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr,
+    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr, OVERLAP: gl.constexpr,
 ):  # fmt: skip
     """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
@@ -568,14 +578,17 @@ def _tile(
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
+    spare = part  # the next block's partial, with OVERLAP
+    if OVERLAP:
+        spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     if FIRST:  # step 0: the last tile's blocks
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
         _issue_loads(
             AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
         )
-        acc, part = _mma_tile(acc, part, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
-                                     ZERO_SCALE, LAST_BLOCKS)  # fmt: skip
+        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
+                                     ZERO_SCALE, LAST_BLOCKS, OVERLAP)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
@@ -584,13 +597,13 @@ def _tile(
             ahead = _stage(rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING)  # the other ring with PAIRS
             _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
             landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
-            acc, part = _mma_tile(acc, part, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
-                                         BLOCKS)  # fmt: skip
+            acc, part, spare = _mma_tile(acc, part, spare, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
+                                         BLOCKS, OVERLAP)  # fmt: skip
     if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
-        acc, part = _mma_tile(acc, part, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
-                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS)  # fmt: skip
+        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
+                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, OVERLAP)  # fmt: skip
     cp.wait_group(0)
 
     if not F16:  # the bit-spread encoding
@@ -624,6 +637,7 @@ def _bmm1_sm90_kernel(
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
     NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
+    OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partial sums, a block's promotion beside the next wgmma
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
@@ -642,11 +656,11 @@ def _bmm1_sm90_kernel(
     )
     rows_left = size - pid_m * BLOCK_M
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
+        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
+        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     else:
-        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS)
+        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -659,7 +673,8 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     weights of that shape and path: what `launch` passes, and what the CPU tests compile."""
     block_m, num_buffers = config.tiles[tile]
     return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16, "ZERO_SCALE": zero_scale,
-            "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m)}  # fmt: skip
+            "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m),
+            "OVERLAP": bool(config.overlap)}  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
