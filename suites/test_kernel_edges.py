@@ -182,13 +182,12 @@ def test_k_ending_anywhere_in_a_tile(params, sm90, config, k):
     check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"K = {k}, {config}")
 
 
-# Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), each entry
-# with the other grid order (widest_first), and block_m 128 with two partial sums a warpgroup (overlap).
+# Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), and each
+# entry with the other grid order (widest_first).
 OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=16, num_buffers=4, num_warps=4, narrow=1, split_at=32),
     _sm90.Sm90Config(block_m=32, num_buffers=4, num_warps=8, narrow=2, split_at=16, large_block_m=64),
     *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
-    _sm90.Sm90Config(block_m=128, num_buffers=4, num_warps=4, narrow=2, overlap=True),  # two partials a warpgroup
 ]
 
 
