@@ -49,9 +49,9 @@ racecheck uniform 2048 256
 synccheck zipf 128
 synccheck zipf 2048
 synccheck zipf 2560
-memcheck uniform 16384 512
-racecheck uniform 16384 256
-synccheck uniform 16384 512
+memcheck uniform 16384 256
+racecheck uniform 16384 128
+synccheck uniform 16384 256
 CASES
     ;;
   ncu)
