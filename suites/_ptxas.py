@@ -18,9 +18,9 @@ def ptxas_report(ptx: str, arch: str, tmp_path: Path) -> str:
     return subprocess.run(command, capture_output=True, text=True, check=True).stderr
 
 
-def main_loop_sass(cubin: bytes, tmp_path: Path) -> list[str]:
+def main_loop_sass(cubin: bytes, tmp_path: Path, operands: bool = False) -> list[str]:
     """The instructions of a kernel's longest loop (the span of its longest backward branch), by Triton's cuobjdump,
-    without predicates and operands: ["LOP3.LUT", "FFMA", ...]."""
+    without predicates, and without operands unless asked: ["LOP3.LUT", "FFMA", ...]."""
     (tmp_path / "k.cubin").write_bytes(cubin)
     command = [str(BIN / "cuobjdump"), "-sass", str(tmp_path / "k.cubin")]
     sass = subprocess.run(command, capture_output=True, text=True, check=True).stdout
@@ -32,4 +32,5 @@ def main_loop_sass(cubin: bytes, tmp_path: Path) -> list[str]:
         if int(target, 16) < address
     ]
     start, end = max(spans, key=lambda span: span[1] - span[0])
-    return [re.sub(r"^@!?U?P\w+\s+", "", text).split()[0] for address, text in lines if start <= address <= end]
+    loop = [re.sub(r"^@!?U?P\w+\s+", "", text).strip() for address, text in lines if start <= address <= end]
+    return loop if operands else [text.split()[0] for text in loop]

@@ -177,13 +177,19 @@ REGISTER_BUDGET = {(32, 4): 80, (32, 8): 80, (64, 4): 128, (128, 4): 256}
 @pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
 def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
     """Per K tile: one fp8 wgmma per 32-wide block and one FFMA per accumulator element and block (the exact
-    promotion), and no more instructions in all than the budget."""
-    loop = main_loop_sass(compile_sm90(config).asm["cubin"], tmp_path)
+    promotion), the wgmmas overlapped with the promotions where the entry asks, and no more instructions in all than
+    the budget."""
+    instructions = main_loop_sass(compile_sm90(config).asm["cubin"], tmp_path, operands=True)
+    loop = [text.split()[0] for text in instructions]
     tiles = 2 if config.pairs else 1  # K tiles an iteration
     assert loop.count(f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3") == 4 * tiles
     assert loop.count("FFMA") == tiles * 4 * 64 * config.block_m // 128  # each thread's share of 64 rows
     assert loop.count("BAR.SYNC.DEFER_BLOCKING") == 2  # a tile: one with pairs, two without (Triton adds one)
     assert len(loop) <= LOOP_SASS_BUDGET[config.block_m, config.num_warps], len(loop)
+    # With overlap, three of a tile's four waits leave the next block's wgmma in flight; were ptxas to serialize the
+    # wgmmas (as it does when a partial is read while a wgmma that writes it runs), every wait would drain them all.
+    waits = [text for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
+    assert sum(line.endswith("0x1") for line in waits) == (3 * tiles if config.overlap else 0), waits
 
 
 @pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
