@@ -233,22 +233,21 @@ class Sm90Config:
 # Up to 16 rows the grid runs its tiles widest first (`widest_first`: the slices' narrowed last tiles in the last wave):
 # 0.96x the time in geometric mean over those 23 cases (0.82x-1.04x; runs_2026-11-30_s10/, call 3); from 17 rows on it
 # cost 1-2% (beyond 48 the narrowed tiles no longer find their expert's weights in L2).
-# Beyond 48, block_m 64 on one warpgroup at 128 registers, 4 programs a multiprocessor (faster than two warpgroups on
-# all 32 cases tried of 49 to 410 rows a slice).
-# From 512 rows, block_m 128 on one warpgroup with two partial sums (`overlap`: block j + 1's wgmma runs while block
-# j's partial is promoted), 255 registers, 2 programs a multiprocessor: each converted weight serves 128 tokens
-# (416 SASS a K tile against 2 x 268), and the second partial hides the wgmma's latency that 8 warps a
-# multiprocessor leave; 0.971x-0.986x block_m 64's time at ~500-990 rows a slice, 0.99x-1.00x at 257 and slower
-# below (runs_2026-11-30_s10/, call 8). ptxas lands it at 128 registers by itself; capped there
+# From 49 to 511 rows, block_m 64 on one warpgroup at 128 registers, 4 programs a multiprocessor (faster than two
+# warpgroups on all 32 cases tried of 49 to 410 rows a slice). ptxas lands it at 128 registers by itself; capped there
 # (`maxnreg=128`) it rematerializes instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases
 # (runs_2026-11-30_s7/, call 8): no cap, and a CPU test holds each entry to the registers of its occupancy
-# (suites/test_sm90.py). Measured and left out (NOTES_sm90.md): block_m 128 (255 registers, 2 programs a
-# multiprocessor), two 64-token wgmmas a block, 5 programs a multiprocessor at 96 registers, `split_at` on the small
-# tiles, `pairs` on block_m 64 (162 registers: a program a multiprocessor fewer, slower), two partial sums a
-# warpgroup (a block's promotion beside the next block's wgmma: 1-5% on block_m 16, slower wherever its registers cost
-# a program a multiprocessor; removed with the block_m 16 entry, 5b3b865 has it), an L2 prefetch of a program's words
-# and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages, a
-# producer warpgroup for block_m 64 (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
+# (suites/test_sm90.py). From 512 rows, block_m 128 on one warpgroup with two partial sums (`overlap`: block j + 1's
+# wgmma runs while block j's partial is promoted), 255 registers, 2 programs a multiprocessor: each converted weight
+# serves 128 tokens (416 SASS a K tile against 2 x 268), and the second partial hides the wgmma latency that 8 warps
+# a multiprocessor leave; 0.971x-0.986x block_m 64's time at ~500-990 rows a slice, 0.99x-1.00x at 257 and slower
+# below (runs_2026-11-30_s10/, call 8). Measured and left out (NOTES_sm90.md): block_m 128 without the second partial
+# (one or two warpgroups: latency-bound, 1.14x and slower), two 64-token wgmmas a block, 5 programs a multiprocessor
+# at 96 registers, `split_at` on the small tiles, `pairs` on block_m 64 (162 registers: a program a multiprocessor
+# fewer, slower), two partial sums on the smaller tiles (1-5% on block_m 16; slower wherever their registers cost a
+# program a multiprocessor, block_m 64 among them), an L2 prefetch of a program's words and scales ahead of its ring
+# (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages, a producer warpgroup for block_m 64
+# (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
 CONFIGS = (
     (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
     (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
