@@ -498,16 +498,17 @@ def _mma_tile(
         for j in gl.static_range(BLOCKS):
             if j + 1 < BLOCKS:
                 a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
+            scale = _block_scales(scale_words, j, ZERO_SCALE)[:, None]
             if OVERLAP and j + 1 < BLOCKS:
                 spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
                 part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's done, j + 1's in flight
-                acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
+                acc = gl.fma(part, scale, acc)
                 part, spare = spare, part
             else:
                 # Promote once the wgmma is done: without a spare partial, reading its registers while the next
                 # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
                 part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
+                acc = gl.fma(part, scale, acc)
                 if j + 1 < BLOCKS:
                     part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
     return acc, part, spare
