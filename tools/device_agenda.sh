@@ -32,8 +32,9 @@ case "${1:-}" in
     done ;;
   slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
-  sanitize)  # a case per table entry (zipf-bs128, 2048, 2560; uniform-bs16384), zipf routing: cold slices' last tiles
-             # narrowed. N narrowed (sanitize_case.py's third argument) where the full N outlasts a call
+  sanitize)  # a case per table entry (zipf-bs128, 2048, 2560; uniform-bs16384, 20480), zipf routing: cold slices' last
+             # tiles narrowed. N narrowed (sanitize_case.py's third argument) where the full N outlasts a call; the
+             # narrowed model routes its own draw (uniform-bs16384 at N = 128: 509 rows a slice, block_m 64)
     while read -r tool routing batch n; do
       echo "== $tool $routing-bs$batch${n:+ N=$n}" | tee -a "$OUT/sanitize.log"
       compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py "$routing" "$batch" $n \
@@ -50,7 +51,7 @@ synccheck zipf 128
 synccheck zipf 2048
 synccheck zipf 2560
 memcheck uniform 16384 256
-racecheck uniform 16384 128
+racecheck uniform 20480 128
 synccheck uniform 16384 256
 CASES
     ;;
