@@ -9,6 +9,7 @@
 #   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
 #   bash tools/device_agenda.sh split      # the two-launch plan for skewed routing against the table (issue 3)
 #   bash tools/device_agenda.sh large      # block_m 64 and 128 variants on large cases (issue 3)
+#   bash tools/device_agenda.sh sweep NAME CONFIGS CASES  # tools/sweep_sm90.py --configs --cases -> $OUT/NAME.log
 # Run from the repository root with triton_kernels copied into .peers/ (README, "The peer"). Steps may run side by
 # side on two GPUs (CUDA_VISIBLE_DEVICES); install once first and set MOE_GATHER_INSTALLED=1.
 set -uo pipefail
@@ -66,5 +67,7 @@ CASES
            2>&1 | tee "$OUT/split.log" | tail -40 ;;
   large) python3 tools/sweep_sm90.py --block-m 64,128 --json "$OUT/large.json" \
            --cases uniform-bs4096,zipf-bs16384,uniform-bs31744 2>&1 | tee "$OUT/large.log" | tail -40 ;;
-  *) sed -n '2,13p' "$0"; exit 2 ;;
+  sweep) python3 tools/sweep_sm90.py --json "$OUT/$2.json" --configs "$3" --cases "$4" > "$OUT/$2.log" 2>&1
+         tail -n 3 "$OUT/$2.log" ;;
+  *) sed -n '2,14p' "$0"; exit 2 ;;
 esac
