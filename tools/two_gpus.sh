@@ -2,7 +2,7 @@
 # One device call on a two-H200 machine: install once, then the shell commands in GPU0 and GPU1 side by side, each
 # on its own GPU with OUT=/tmp/r/g0 or g1, every command stopped at DEADLINE_S after the start; logs in $OUT/r.tgz.
 #   GPU0="bash tools/device_agenda.sh compare" GPU1="bash tools/device_agenda.sh suite" bash tools/two_gpus.sh
-# Commands are separated by ';'. Run from the repository root with triton_kernels copied into .peers/.
+# One command a line (GPU0=$'first\nsecond'). Run from the repository root with triton_kernels copied into .peers/.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/.peers" MOE_GATHER_INSTALLED=1
 deadline=$(($(date +%s) + ${DEADLINE_S:-540}))
@@ -12,8 +12,9 @@ for g in 0 1; do
   (
     export CUDA_VISIBLE_DEVICES=$g OUT=/tmp/r/g$g
     mkdir -p "$OUT"
-    IFS=';' read -ra steps <<<"${!var:-}"
+    mapfile -t steps <<<"${!var:-}"
     for step in "${steps[@]}"; do
+      [ -n "$step" ] || continue
       left=$((deadline - $(date +%s)))
       ((left > 1)) || break
       echo "== $step" >>"$OUT/steps.log"
