@@ -6,7 +6,7 @@
 #   bash tools/device_agenda.sh compare    # compare twice against them, the peer left out (issue 4's proof, part 1)
 #   bash tools/device_agenda.sh slowed     # compare with a deliberately worse config (issue 4's proof, part 2)
 #   bash tools/device_agenda.sh sanitize   # compute-sanitizer memcheck, racecheck, synccheck, a case per table entry
-#   bash tools/device_agenda.sh ncu        # counters of the kernel on a small and a large case
+#   bash tools/device_agenda.sh ncu [ROUTING:BATCH ...]  # counters and stall reasons (default: a small, a large case)
 #   bash tools/device_agenda.sh split      # the two-launch plan for skewed routing against the table (issue 3)
 #   bash tools/device_agenda.sh large      # block_m 64 and 128 variants on large cases (issue 3)
 #   bash tools/device_agenda.sh sweep NAME CONFIGS CASES  # tools/sweep_sm90.py --configs --cases -> $OUT/NAME.log
@@ -56,12 +56,14 @@ racecheck uniform 20480 128
 synccheck uniform 16384 256
 CASES
     ;;
-  ncu)
-    for b in 128 31744; do
-      ncu --clock-control none --set full -k regex:_bmm1 -c 1 python3 -m pytest suites/test_kernel.py --gpu hopper \
-        --batch-sizes "$b" --routing uniform -q -p no:cacheprovider > "$OUT/ncu_bs$b.txt" 2>&1
-    done
-    tail -60 "$OUT/ncu_bs128.txt" ;;
+  ncu)  # ncu [ROUTING:BATCH ...] (default uniform:128 uniform:31744); --print-details all: the stall reasons
+    cases=("${@:2}")
+    [ ${#cases[@]} -gt 0 ] || cases=(uniform:128 uniform:31744)
+    for c in "${cases[@]}"; do
+      ncu --clock-control none --set full --print-details all -k regex:_bmm1 -c 1 python3 -m pytest \
+        suites/test_kernel.py --gpu hopper --batch-sizes "${c##*:}" --routing "${c%%:*}" -q -p no:cacheprovider \
+        > "$OUT/ncu_${c%%:*}_bs${c##*:}.txt" 2>&1
+    done ;;
   split) python3 tools/sweep_sm90.py --split --json "$OUT/split.json" \
            --cases zipf-bs128,zipf-bs160,zipf-bs1792,zipf-bs3584,zipf-bs8192,uniform-bs128,uniform-bs1024,uniform-bs8192 \
            2>&1 | tee "$OUT/split.log" | tail -40 ;;
