@@ -491,15 +491,6 @@ def _mma_tile(
             part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
             part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
             acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
-    elif OVERLAP >= 2:  # PROBE (session 11, timing only, WRONG numerics): OVERLAP blocks chained a promotion
-        a = _a_operand(block0, BLOCK_N, a_layout)
-        for j in gl.static_range(BLOCKS):
-            part = warpgroup_mma(a, _x_block(x_tile, j), part, use_acc=(j % OVERLAP) != 0, is_async=True)
-            if j + 1 < BLOCKS:
-                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)
-            if (j % OVERLAP) == OVERLAP - 1 or j + 1 == BLOCKS:
-                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = gl.fma(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
     else:
         # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
         a = _a_operand(block0, BLOCK_N, a_layout)
@@ -594,7 +585,7 @@ def _tile(
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
     spare = part  # the next block's partial, with OVERLAP
-    if OVERLAP == 1:
+    if OVERLAP:
         spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     if FIRST:  # step 0: the last tile's blocks
         cp.wait_group(NUM_BUFFERS - 2)
@@ -689,7 +680,7 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     block_m, num_buffers = config.tiles[tile]
     return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16, "ZERO_SCALE": zero_scale,
             "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m),
-            "OVERLAP": int(config.overlap) if int(config.overlap) > 1 else bool(config.overlap)}  # fmt: skip
+            "OVERLAP": bool(config.overlap)}  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
