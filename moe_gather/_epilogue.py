@@ -6,10 +6,12 @@ division, and x / 0 and 0 / 0 alike; a subnormal out_scale below 2 ** -126 may h
 conversion saturates to +-448. These fp32 roundings flip an fp8 output against the exact reference now and then, by
 one ulp (reference.TOLERANCES)."""
 
+import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 _MINUS_LOG2E = gl.constexpr(-1.4426950408889634)
+_NAN = gl.constexpr(tl.PropagateNan.ALL)  # min / max that return NaN if either operand is (PTX min.NaN)
 
 
 @gluon.jit
@@ -25,15 +27,17 @@ def swiglu_store(
     row0,  # first weight row of the tile in the [E * N] bias
     pid_m, pid_n, start, size,  # token block, column block, the slice's first output row and its size
     N: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+    VEC: gl.constexpr = 2,  # consecutive weight rows a thread holds after the transpose: VEC / 2 outputs a store
 ):  # fmt: skip
-    epi_layout: gl.constexpr = gl.BlockedLayout([1, 2], [1, 32], [gl.num_warps(), 1], [1, 0])
+    LANES_N: gl.constexpr = min(32, BLOCK_N // VEC)
+    epi_layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // LANES_N, LANES_N], [gl.num_warps(), 1], [1, 0])
     z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
     offs_en = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, epi_layout))
     bias = gl.load(bias_ptr + row0 + offs_en)
     z = gl.fma(z, gl.load(x_scale_ptr), bias[None, :])
     gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
-    gate = gl.where(gate > limit, limit, gate)  # NaN compares false: it stays NaN
-    linear = gl.where(linear > limit, limit, gl.where(linear < -limit, -limit, linear))
+    gate = gl.minimum(gate, limit, propagate_nan=_NAN)  # as torch.minimum and torch.clamp: NaN stays
+    linear = gl.minimum(gl.maximum(linear, -limit, propagate_nan=_NAN), limit, propagate_nan=_NAN)
     sigmoid = _approx("rcp.approx.ftz.f32", 1.0 + _approx("ex2.approx.ftz.f32", gate * (alpha * _MINUS_LOG2E)))
     y = gate * sigmoid * (linear + 1.0)
     out = (y * gl.div_rn(1.0, gl.load(out_scale_ptr))).to(gl.float8e4nv)
