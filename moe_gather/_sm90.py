@@ -616,7 +616,7 @@ def _tile(
         acc = acc * 64.0  # exact: a power of two
     swiglu_store(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
-        N, BLOCK_M, BLOCK_N, 16 if BLOCK_M >= 128 else 4,
+        N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
     )  # fmt: skip
 
 
