@@ -88,18 +88,31 @@ def test_x_near_448(params):
     _check(dataclasses.replace(problem, x=(sign * mag).to(torch.float8_e4m3fn)), "x near +-448")
 
 
-def test_nan_and_inf_inputs_behave_as_the_reference(params):
-    """NaN x elements (e4m3fn has no Inf); bias NaN, +Inf on a gate (clamped to limit), -Inf on a gate (NaN: -Inf *
-    sigmoid(-Inf)) and on a linear column (clamped): the outputs match the golden reference's, NaN in place."""
-    problem = _problem(params)
+def _nan_and_inf_problem(params, batch):
+    """NaN x elements (e4m3fn has no Inf) in gathered rows of several slices; bias NaN, +Inf on a gate (clamped to
+    limit), -Inf on a gate (NaN: -Inf * sigmoid(-Inf)) and on a linear column (clamped), in four local experts."""
+    problem = _problem(params, batch=batch)
     x = problem.x.clone()
-    x.view(torch.uint8)[problem.routing.gather_indx[:3].long(), 7] = 0x7F  # NaN in three gathered rows
+    x.view(torch.uint8)[problem.routing.gather_indx[::97][:8].long(), 7] = 0x7F
     bias = params.bias.clone()
     bias[0, 0], bias[1, 2], bias[2, 4], bias[3, 9] = float("nan"), float("inf"), float("-inf"), float("-inf")
     problem = dataclasses.replace(problem, x=x, params=ExpertParams(params.weights, bias))
-    ref = reference_for(problem).out.float()
-    assert ref.isnan().any()  # the case holds NaN outputs to match
-    _check(problem, "NaN and Inf inputs")
+    assert reference_for(problem).out.float().isnan().any()  # the case holds NaN outputs to match
+    return problem
+
+
+def test_nan_and_inf_inputs_behave_as_the_reference(params):
+    """The outputs match the golden reference's, NaN in place."""
+    _check(_nan_and_inf_problem(params, 1024), "NaN and Inf inputs")
+
+
+@pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
+def test_nan_and_inf_through_each_sm90_entry(params, sm90, config):
+    """The same through each table entry's full-width tiles (~128 rows a slice: the block_m 128 entry's epilogue
+    clamps with min / max .NaN, the others with selects)."""
+    problem = _nan_and_inf_problem(params, 4096)
+    out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"NaN and Inf inputs, {config}")
 
 
 def test_out_scale_that_saturates(params):
