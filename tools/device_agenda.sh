@@ -11,7 +11,7 @@
 #   bash tools/device_agenda.sh large      # block_m 64 and 128 variants on large cases (issue 3)
 #   bash tools/device_agenda.sh sweep NAME CONFIGS CASES  # tools/sweep_sm90.py --configs --cases -> $OUT/NAME.log
 # Run from the repository root with triton_kernels copied into .peers/ (README, "The peer"). Steps may run side by
-# side on two GPUs (CUDA_VISIBLE_DEVICES); install once first and set MOE_GATHER_INSTALLED=1.
+# side on two GPUs (CUDA_VISIBLE_DEVICES); install once first and set MOE_GATHER_INSTALLED=1, as tools/two_gpus.sh does.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/.peers"
 OUT=${OUT:-/tmp/out}
