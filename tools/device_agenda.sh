@@ -71,5 +71,5 @@ CASES
            --cases uniform-bs4096,zipf-bs16384,uniform-bs31744 2>&1 | tee "$OUT/large.log" | tail -40 ;;
   sweep) python3 tools/sweep_sm90.py --json "$OUT/$2.json" --configs "$3" --cases "$4" > "$OUT/$2.log" 2>&1
          tail -n 3 "$OUT/$2.log" ;;
-  *) sed -n '2,15p' "$0"; exit 2 ;;
+  *) sed -n '2,14p' "$0"; exit 2 ;;
 esac
