@@ -1,5 +1,5 @@
 """ptxas -v on a compiled kernel's PTX, for the CPU compile tests: the registers and spills it reports; the SASS of
-its main loop."""
+its main loop and of what follows it."""
 
 import re
 import subprocess
@@ -18,19 +18,47 @@ def ptxas_report(ptx: str, arch: str, tmp_path: Path) -> str:
     return subprocess.run(command, capture_output=True, text=True, check=True).stderr
 
 
-def main_loop_sass(cubin: bytes, tmp_path: Path, operands: bool = False) -> list[str]:
-    """The instructions of a kernel's longest loop (the span of its longest backward branch), by Triton's cuobjdump,
-    without predicates, and without operands unless asked: ["LOP3.LUT", "FFMA", ...]."""
+def _sass(cubin: bytes, tmp_path: Path) -> list[tuple[int, str]]:
+    """(address, instruction text) of a cubin's SASS, by Triton's cuobjdump."""
     (tmp_path / "k.cubin").write_bytes(cubin)
     command = [str(BIN / "cuobjdump"), "-sass", str(tmp_path / "k.cubin")]
     sass = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    lines = [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    return [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+
+
+def _longest_loop(lines: list[tuple[int, str]]) -> tuple[int, int]:
+    """First and last address of the longest backward branch's span."""
     spans = [
         (int(target, 16), address)
         for address, text in lines
         for target in re.findall(r"\bBRA\b.*?0x([0-9a-f]+)", text)
         if int(target, 16) < address
     ]
-    start, end = max(spans, key=lambda span: span[1] - span[0])
-    loop = [re.sub(r"^@!?U?P\w+\s+", "", text).strip() for address, text in lines if start <= address <= end]
-    return loop if operands else [text.split()[0] for text in loop]
+    return max(spans, key=lambda span: span[1] - span[0])
+
+
+def _strip(text: str, operands: bool) -> str:
+    text = re.sub(r"^@!?U?P\w+\s+", "", text).strip()  # the predicate
+    return text if operands else text.split()[0]
+
+
+def main_loop_sass(cubin: bytes, tmp_path: Path, operands: bool = False) -> list[str]:
+    """The instructions of a kernel's longest loop (the span of its longest backward branch), by Triton's cuobjdump,
+    without predicates, and without operands unless asked: ["LOP3.LUT", "FFMA", ...]."""
+    lines = _sass(cubin, tmp_path)
+    start, end = _longest_loop(lines)
+    return [_strip(text, operands) for address, text in lines if start <= address <= end]
+
+
+def after_main_loop_sass(cubin: bytes, tmp_path: Path) -> list[str]:
+    """The instructions from the longest loop's end to the next EXIT (the pipeline's drain and the epilogue of that
+    path), without predicates and operands."""
+    lines = _sass(cubin, tmp_path)
+    _, end = _longest_loop(lines)
+    after = []
+    for address, text in lines:
+        if address > end:
+            after.append(_strip(text, False))
+            if after[-1] == "EXIT":
+                return after
+    raise AssertionError("no EXIT after the main loop")
