@@ -124,9 +124,9 @@ def test_nan_scale_is_refused():
 SIGNATURE = {
     "x_ptr": "*fp8e4nv", "words_ptr": "*i32", "scales_ptr": "*i32", "bias_ptr": "*fp32",
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
-    "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32",
-    "limit": "fp32", "K": "constexpr", "N": "constexpr", "BLOCK_M": "constexpr", "NUM_BUFFERS": "constexpr",
-    "F16": "constexpr", "ZERO_SCALE": "constexpr", "PAIRS": "constexpr", "NARROW": "constexpr",
+    "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32", "limit": "fp32",
+    # the launcher's compile-time arguments, by their names in kernel_constexprs
+    **dict.fromkeys(_sm90.kernel_constexprs(_sm90.CONFIGS[0][1], 0, 2880, 5760, False, False), "constexpr"),
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 
