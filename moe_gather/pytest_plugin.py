@@ -21,7 +21,8 @@ Throughput gate (pytest-benchmark)
     --benchmark-compare                 compare with the stored baseline of the GPU under test (baselines/<gpu>/, the
                                         newest file): a case with no baseline fails, a baseline from another device is
                                         a usage error, a case slower than its threshold is measured again, then fails.
-    --regression-threshold 5,10,100     allowed slowdown: 5% for cases of at least 100 us, 10% below (default).
+    --regression-threshold 5,10,100     allowed slowdown: 5% for cases of at least 100 us, 10% below (default); 5
+                                        points more against a baseline saved on another GPU of the model (its UUID).
     --baselines-dir DIR                 where the per-GPU baseline folders are (default: <rootdir>/baselines).
     --benchmark-save NAME               save this run as a new baseline; refused when any test failed.
     --benchmark-plot PATH               write a PNG of throughput against batch size, one panel per routing mode.
@@ -181,6 +182,7 @@ def pytest_configure(config):
 class Gate:
     baseline: benchmarking.Baseline
     thresholds: benchmarking.Thresholds
+    gpu: str | None  # this run's GPU UUID (None on the CPU tier)
 
 
 def _configure_benchmarks(config, target: GpuTarget):
@@ -199,17 +201,25 @@ def _configure_benchmarks(config, target: GpuTarget):
         config.option.benchmark_timer = "moe_gather.benchmarking.cuda_timer"
     if config.getoption("benchmark_compare"):
         try:
-            config.stash[_GATE] = Gate(benchmarking.load_baseline(folder, target.measured), thresholds)
+            baseline = benchmarking.load_baseline(folder, target.measured)
+            config.stash[_GATE] = Gate(baseline, thresholds, _measured_gpu(target))
         except benchmarking.BaselineError as e:
             raise pytest.UsageError(f"--benchmark-compare: {e}") from None
 
 
+def _measured_gpu(target: GpuTarget) -> str | None:
+    """The UUID of the GPU whose benchmarks this run measures; None on the cpu tier."""
+    return benchmarking.gpu_uuid() if target.measured is not None else None
+
+
 def pytest_benchmark_update_machine_info(config, machine_info):
-    """Record the device in every saved benchmark file: the gate refuses a baseline from another one."""
+    """Record the device in every saved benchmark file: the gate refuses a baseline from another model, and allows
+    more slowdown against one from another GPU of the model (benchmarking.OTHER_GPU_PCT)."""
     target = config.stash[_TARGET]
     on_gpu = target.measured is not None
     machine_info["moe_gather"] = {
         "device": target.measured or "cpu",
+        "gpu_uuid": _measured_gpu(target),
         "capability": list(target.capability) if on_gpu else None,
         "driver": _driver_version() if on_gpu else None,
         "torch": torch.__version__,
@@ -237,7 +247,7 @@ def throughput_gate(request):
         if gate is None:
             return None
         try:
-            verdict = benchmarking.judge(name, measured, gate.baseline, gate.thresholds, remeasure)
+            verdict = benchmarking.judge(name, measured, gate.baseline, gate.thresholds, remeasure, gate.gpu)
         except benchmarking.BaselineError as e:
             pytest.fail(str(e))
         request.node.user_properties.append(("verdict", verdict))

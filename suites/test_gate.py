@@ -2,10 +2,11 @@
 regression, improvement, missing baseline, baseline from another device, corrupted file, refused save."""
 
 import json
+from pathlib import Path
 
 import pytest
 
-from moe_gather.benchmarking import Thresholds
+from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, judge
 
 SYNTHETIC = """
 import time
@@ -137,6 +138,7 @@ def test_save_writes_a_baseline_that_names_the_device(pytester):
     assert len(saved) == 1
     data = json.loads(saved[0].read_text())
     assert data["machine_info"]["moe_gather"]["device"] == "cpu"
+    assert data["machine_info"]["moe_gather"]["gpu_uuid"] is None  # a GPU run records its GPU's UUID
     assert {b["name"] for b in data["benchmarks"]} == {"test_synthetic", "test_other"}
     _run(pytester, "--benchmark-compare").assert_outcomes(passed=2)  # and the gate reads it back
 
@@ -156,6 +158,24 @@ def test_thresholds_are_noise_aware():
         Thresholds.parse("5,10")
     with pytest.raises(ValueError, match="positive"):
         Thresholds.parse("5,0,100")
+
+
+WIDER = 0.05 + OTHER_GPU_PCT / 100
+
+
+@pytest.mark.parametrize(
+    ("baseline_gpu", "run_gpu", "allowed"),
+    [("GPU-a", "GPU-a", 0.05), ("GPU-a", "GPU-b", WIDER), (None, "GPU-b", WIDER), (None, None, 0.05)],
+)
+def test_a_baseline_from_another_gpu_allows_more_slowdown(baseline_gpu, run_gpu, allowed):
+    """Same GPU (UUID): the threshold; another GPU of the model, or a baseline that does not say which: OTHER_GPU_PCT
+    points more; the CPU tier (no UUID): the threshold."""
+    baseline = Baseline(Path("b.json"), "NVIDIA H200", {"case": 200e-6}, {"case": 0.0}, baseline_gpu)
+    slower = 200e-6 * (1 + allowed - 0.01), 200e-6 * (1 + allowed + 0.01)
+    verdicts = [judge("case", t, baseline, Thresholds.parse("5,10,100"), gpu=run_gpu) for t in slower]
+    assert [v.allowed for v in verdicts] == pytest.approx([allowed, allowed])
+    assert [v.regressed for v in verdicts] == [False, True]
+    assert ("on another GPU" in str(verdicts[1])) == (allowed > 0.05)
 
 
 def test_bad_threshold_option_is_a_usage_error(pytester):
