@@ -1,5 +1,6 @@
 """The throughput gate through pytester, with synthetic benchmarks (a sleep) and synthetic baseline JSON:
-regression, improvement, missing baseline, baseline from another device, corrupted file, refused save."""
+regression, improvement, missing baseline, baseline from another device, corrupted file, refused save; the wider
+allowance against a baseline from another GPU of the model (judge, directly)."""
 
 import json
 from pathlib import Path
