@@ -1,7 +1,10 @@
 """A/B in one process: this tree's kernel against another commit's, on the same problems and the same GPU.
 
-    git archive BASE moe_gather | tar -x -C /tmp/base      # (the device's git HEAD is the session's first commit)
-    python3 tools/ab_commit.py /tmp/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json]
+    mkdir -p .peers/base && git archive BASE moe_gather | tar -x -C .peers/base   # here, then carry .peers
+    python3 tools/ab_commit.py .peers/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json]   # on the device
+
+(The device's checkout is a copy of the working tree whose git HEAD need not be any commit of this session: build
+the base here, in the ignored .peers/, and carry it.)
 
 The base package is imported from that folder as `base_moe_gather`. Each side builds its own weights and problems
 from the same seeds (the inputs are checked equal), runs its own table's config, is checked against this tree's
