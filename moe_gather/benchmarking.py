@@ -150,7 +150,7 @@ def judge(
         raise BaselineError(f"no baseline for {name} in {baseline.path}")
     reference = baseline.medians[name]
     other_gpu = gpu is not None and gpu != baseline.gpu_uuid
-    allowed = max(thresholds.allowed(reference), baseline.spreads[name]) + other_gpu * OTHER_GPU_PCT / 100
+    allowed = max(thresholds.allowed(reference), baseline.spreads[name]) + (OTHER_GPU_PCT / 100 if other_gpu else 0)
     verdict = Verdict(name, reference, measured, allowed, other_gpu)
     if verdict.regressed and remeasure is not None:
         verdict = Verdict(name, reference, min(measured, remeasure()), allowed, other_gpu)

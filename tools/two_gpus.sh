@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One device call on a two-H200 machine: install once, then the shell commands in GPU0 and GPU1 side by side, each
-# on its own GPU with OUT=/tmp/r/g0 or g1, every command stopped at DEADLINE_S after the start; logs in $OUT/r.tgz.
+# One device call on a one- or two-H200 machine: install once, then the shell commands in GPU0 and GPU1 side by side
+# (GPU1 left empty on one GPU), each on its own GPU with OUT=/tmp/r/g0 or g1, every command stopped at DEADLINE_S
+# after the start; logs in $OUT/r.tgz.
 #   GPU0="bash tools/device_agenda.sh compare" GPU1="bash tools/device_agenda.sh suite" bash tools/two_gpus.sh
 # One command a line (GPU0=$'first\nsecond'). Run from the repository root with triton_kernels copied into .peers/.
 set -uo pipefail
