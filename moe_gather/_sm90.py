@@ -42,7 +42,7 @@ from .mxfp4 import MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, refuse_nan_
 E4M3_OF_E2M1_LO = 0x3C383000
 E4M3_OF_E2M1_HI = 0x4C484440
 TILE_K = 128  # K per pipeline stage: 4 e8m0 blocks, one 128-byte swizzled row of fp8 x
-ROW_BLOCK = 64  # weight rows of one warpgroup: the words are stored [K tile, row block, row, 64 bytes]
+ROW_BLOCK = 64  # weight rows of one warpgroup: the words are stored [row block, K tile, row, 64 bytes]
 CHUNK_K = 64  # K per group of 8 packed words in the weight layout (prepare_weights)
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
@@ -53,7 +53,7 @@ _ROW_BLOCK = tl.constexpr(ROW_BLOCK)
 class Sm90Weights(ExpertShape):
     """MXFP4 weights in the sm90 kernel's layout (prepare_weights)."""
 
-    words: torch.Tensor  # uint8 [E, cdiv(K, 128), N / 64, 64, 64]: codes re-packed, tile-major, zeros past K
+    words: torch.Tensor  # uint8 [E, N / 64, cdiv(K, 128), 64, 64]: codes re-packed, tile-major, zeros past K
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
@@ -83,10 +83,9 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
     quad q holds in wgmma's A fragment for block 2c + b (K = 4q + i and 16 + 4q + i of the block). Within a word,
     magnitudes (3 bits) are byte-permute selectors, half h's byte i in nibble 4h + i; signs sit where one shift lands
     them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4), half 1's at bit 8i + 7.
-    The words are stored tile-major, [E, K tile of 128, N, 64 bytes], K padded with zeros to whole tiles: a stage's
-    copy of a row block is one 4 KB piece (row-major, 64 pieces of 64 bytes 1440 bytes apart, ran 1.01x-1.25x slower
-    on the H200, the weight-streaming cases most: results/runs_2026-11-30_s6/), and the programs of neighbouring
-    column blocks, which run at the same time, read neighbouring pieces.
+    The words are stored tile-major, [E, row block of 64, K tile of 128, row, 64 bytes], K padded with zeros to whole
+    tiles: a stage's copy of a row block is one 4 KB piece (row-major, 64 pieces of 64 bytes 1440 bytes apart, ran
+    1.01x-1.25x slower on the H200, the weight-streaming cases most: results/runs_2026-11-30_s6/).
     Scales: [E, K tile, N, block of the tile], so that one K tile's scales for a block of rows are contiguous.
     `zero_scale`: whether a block with a nonzero code has scale e8m0 0 (2 ** -127, which the kernel then builds as
     an fp32 subnormal, one instruction more a scale); a block of zeros gives zeros at any scale, so the kernel reads
@@ -140,14 +139,14 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
     scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
     nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
     zero_scale = bool(((w.scales == 0) & nonzero_blocks).any())  # quantizers give all-zero blocks e8m0 0
-    words = words.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K // 2).permute(0, 3, 1, 2, 4).contiguous()
+    words = words.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K // 2).transpose(2, 3).contiguous()
     return Sm90Weights(words, scales, k, f16, zero_scale)
 
 
 def row_major_words(w: Sm90Weights) -> torch.Tensor:
     """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel)."""
-    e, tiles, blocks, rows, width = w.words.shape
-    return w.words.permute(0, 2, 3, 1, 4).reshape(e, blocks * rows, tiles * width)
+    e, blocks, tiles, rows, width = w.words.shape
+    return w.words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
@@ -446,7 +445,7 @@ def _issue_loads(
     x_dst, w_dst, s_dst = stage
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(x_dst, x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
-    w_tile: gl.constexpr = N * _TILE_K // 8  # words of one K tile of all rows
+    w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
     in_w = (offs_wc >= 0) & (tile < K_TILES)
     cp.async_copy_global_to_shared(w_dst, w_ptrs + tile * w_tile, mask=in_w[None, :])
     cp.async_copy_global_to_shared(s_dst, s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
@@ -548,9 +547,9 @@ def _tile(
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
     offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
-    # Words [K tile, row block, row, word]: one K tile of 64 rows is 4 KB in one piece, beside the next row block's.
-    w_base = words_ptr + expert.to(gl.int64) * (N * ROW_WORDS) + pid_n * (BLOCK_N * _TILE_K // 8)
-    w_ptrs = w_base + (offs_wn * (_TILE_K // 8))[:, None] + offs_wc[None, :]
+    # Words [row block, K tile, row, word]: one K tile of 64 rows is 4 KB in one piece.
+    w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * (_TILE_K // 8)
+    w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :]
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
     s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
 
@@ -624,7 +623,7 @@ def _tile(
 @gluon.jit
 def _bmm1_sm90_kernel(
     x_ptr,  # fp8 [batch, K]
-    words_ptr,  # int32 [E, cdiv(K, 128), N / 64, 64, 16]
+    words_ptr,  # int32 [E, N / 64, cdiv(K, 128), 64, 16]
     scales_ptr,  # int32 [E, cdiv(K, 128), N]: 4 e8m0 each
     bias_ptr,  # fp32 [E, N]
     gather_ptr,  # int32 [tokens]

@@ -65,15 +65,15 @@ def test_exact_zero_scale_only_where_a_block_with_nonzero_codes_has_e8m0_0():
 
 def test_words_are_tile_major_with_zeros_past_k():
     """Each 128-wide K tile of a 64-row block is one contiguous 4 KB piece (one DRAM stream per copy instead of 64
-    rows of 64 bytes: 1.01x-1.25x the speed on the H200, results/runs_2026-11-30_s6/), the tiles outermost, K padded
-    to whole tiles: the bytes of (row n, tile t) sit where the kernel reads them, (t * N + n) * 64, and hold what
-    emulate_dequant decodes (row_major_words, checked against the exact weights above)."""
+    rows of 64 bytes: 1.01x-1.25x the speed on the H200, results/runs_2026-11-30_s6/), K padded to whole tiles: the
+    bytes of (row n, tile t) sit where the kernel reads them, ((n // 64 * tiles + t) * 64 + n % 64) * 64, and hold
+    what emulate_dequant decodes (row_major_words, checked against the exact weights above)."""
     e, n, tiles = 2, 128, 2
     prepared = _sm90.prepare_weights(_random_weights(e=e, n=n, k=192))  # K = 192: half the second tile past K
-    assert prepared.words.shape == (e, tiles, n // 64, 64, 64) and prepared.n == n
+    assert prepared.words.shape == (e, n // 64, tiles, 64, 64) and prepared.n == n
     flat, rows = prepared.words.reshape(e, -1), _sm90.row_major_words(prepared)  # rows: [E, N, tiles * 64]
     for x, row, t in ((0, 5, 0), (1, 64 + 5, 1), (1, 127, 0)):
-        at = (t * n + row) * 64
+        at = ((row // 64 * tiles + t) * 64 + row % 64) * 64
         assert torch.equal(flat[x, at : at + 64], rows[x, row, 64 * t : 64 * t + 64])
     assert not rows[..., 64 + 32 :].any()  # K 192..255: zeros, read without a mask
 
