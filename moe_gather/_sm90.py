@@ -459,6 +459,14 @@ def _x_block(x_tile, j: gl.constexpr):
 
 
 @gluon.jit
+def _promote(part, scale, acc):
+    return gl.inline_asm_elementwise(
+        asm="fma.rn.f32 $0, $1, $2, $0;", constraints="=f,f,f,0", args=[part, scale.broadcast_to(part.shape), acc],
+        dtype=gl.float32, is_pure=True, pack=1,
+    )
+
+
+@gluon.jit
 def _mma_tile(
     acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
     F16: gl.constexpr, ZERO_SCALE: gl.constexpr, BLOCKS: gl.constexpr, OVERLAP: gl.constexpr,
@@ -502,13 +510,13 @@ def _mma_tile(
             if OVERLAP and j + 1 < BLOCKS:
                 spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
                 part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's done, j + 1's in flight
-                acc = gl.fma(part, scale, acc)
+                acc = _promote(part, scale, acc)
                 part, spare = spare, part
             else:
                 # Promote once the wgmma is done: without a spare partial, reading its registers while the next
                 # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
                 part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = gl.fma(part, scale, acc)
+                acc = _promote(part, scale, acc)
                 if j + 1 < BLOCKS:
                     part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
     return acc, part, spare
