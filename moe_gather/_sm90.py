@@ -459,12 +459,6 @@ def _x_block(x_tile, j: gl.constexpr):
 
 
 @gluon.jit
-def _x_half(x_tile, j: gl.constexpr, h: gl.constexpr, HALF: gl.constexpr):
-    """K block j of half h of a landed x tile's tokens as wgmma's B operand [32, HALF]."""
-    return x_tile.slice(h * HALF, HALF, dim=0).slice(j * _MX_BLOCK, _MX_BLOCK, dim=1).permute((1, 0))
-
-
-@gluon.jit
 def _promote(part, scale, acc):
     """acc + part * scale, rounded once (fma.rn.f32, as gl.fma), with the sum written over acc: tied in the asm, each
     running sum keeps one register through the K loop. From gl.fma ptxas moved the sums from block to block into the
@@ -485,7 +479,7 @@ def _mma_tile(
     """One landed K tile (`stage`): its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends
     inside), one wgmma each, each partial promoted into acc. The operand layouts follow from the accumulator's.
     OVERLAP: block j + 1's wgmma writes `spare` while block j's partial is promoted (Sm90Config.overlap)."""
-    acc_layout: gl.constexpr = part.type.layout
+    acc_layout: gl.constexpr = acc.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     words_layout: gl.constexpr = _words_layout(BLOCK_N, gl.num_warps())
@@ -510,27 +504,6 @@ def _mma_tile(
             part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
             part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
             acc = _promote(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
-    elif OVERLAP == 2:  # acc and the partials hold half the tokens each: half 1's wgmma runs beside half 0's promotion
-        acc0, acc1 = acc
-        HALF: gl.constexpr = BLOCK_M // 2
-        a = _a_operand(block0, BLOCK_N, a_layout)
-        part = warpgroup_mma(a, _x_half(x_tile, 0, 0, HALF), part, use_acc=False, is_async=True)
-        spare = warpgroup_mma(a, _x_half(x_tile, 0, 1, HALF), spare, use_acc=False, is_async=True)
-        for j in gl.static_range(BLOCKS):
-            if j + 1 < BLOCKS:
-                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmmas run
-            scale = _block_scales(scale_words, j, ZERO_SCALE)[:, None]
-            part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # half 0 of block j done, half 1 in flight
-            acc0 = _promote(part, scale, acc0)
-            if j + 1 < BLOCKS:
-                part = warpgroup_mma(a, _x_half(x_tile, j + 1, 0, HALF), part, use_acc=False, is_async=True)
-                spare = warpgroup_mma_wait(num_outstanding=1, deps=(spare,))
-            else:
-                spare = warpgroup_mma_wait(num_outstanding=0, deps=(spare,))
-            acc1 = _promote(spare, scale, acc1)
-            if j + 1 < BLOCKS:
-                spare = warpgroup_mma(a, _x_half(x_tile, j + 1, 1, HALF), spare, use_acc=False, is_async=True)
-        acc = (acc0, acc1)
     else:
         # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
         a = _a_operand(block0, BLOCK_N, a_layout)
@@ -569,7 +542,6 @@ def _tile(
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
 
     MMA_K: gl.constexpr = 16 if F16 else 32
-    MODE: gl.constexpr = 0 if F16 else (2 if OVERLAP == 2 and BLOCK_M >= 64 else (1 if OVERLAP == 1 else 0))
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
     )
@@ -623,19 +595,11 @@ def _tile(
         else:
             _issue_loads(i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, WHOLE * _TILE_K, N, WHOLE)
 
-    if MODE == 2:
-        half_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M // 2, MMA_K]
-        )
-        part = gl.zeros((BLOCK_N, BLOCK_M // 2), dtype=gl.float32, layout=half_layout)
-        acc = (part, part)
-        spare = gl.zeros((BLOCK_N, BLOCK_M // 2), dtype=gl.float32, layout=half_layout)
-    else:
-        acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
-        part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
-        spare = part  # the next block's partial, with OVERLAP
-        if MODE == 1:
-            spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
+    acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
+    part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
+    spare = part  # the next block's partial, with OVERLAP
+    if OVERLAP:
+        spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     if FIRST:  # step 0: the last tile's blocks
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
@@ -643,7 +607,7 @@ def _tile(
             AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
         )
         acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
-                                     ZERO_SCALE, LAST_BLOCKS, MODE)  # fmt: skip
+                                     ZERO_SCALE, LAST_BLOCKS, OVERLAP)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
@@ -653,16 +617,14 @@ def _tile(
             _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
             landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
             acc, part, spare = _mma_tile(acc, part, spare, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
-                                         BLOCKS, MODE)  # fmt: skip
+                                         BLOCKS, OVERLAP)  # fmt: skip
     if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
         acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
-                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, MODE)  # fmt: skip
+                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, OVERLAP)  # fmt: skip
     cp.wait_group(0)
 
-    if MODE == 2:  # the two halves' tokens side by side again
-        acc = gl.join(acc[0], acc[1]).permute((0, 2, 1)).reshape([BLOCK_N, BLOCK_M])
     if not F16:  # the bit-spread encoding
         acc = acc * 64.0  # exact: a power of two
     swiglu_store(
@@ -731,7 +693,7 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     block_m, num_buffers = config.tiles[tile]
     return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16, "ZERO_SCALE": zero_scale,
             "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m),
-            "OVERLAP": int(config.overlap)}  # fmt: skip
+            "OVERLAP": bool(config.overlap)}  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
