@@ -545,11 +545,8 @@ def _tile(
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
     )
-    # Copy layouts: 16 bytes a thread; x: a 128-byte row piece a K tile. At 128 tokens, each thread's x copies come
-    # from 2 rows (two lanes a 32-byte sector of a row, 4 sectors a row apart): 2 addresses a K tile with immediate
-    # offsets instead of 8 (the shared-memory side then needs one each; at 64 tokens and below that costs as much).
-    X_LANES_K: gl.constexpr = 2 if BLOCK_M >= 128 else 8  # lanes along a row
-    x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [32 // X_LANES_K, X_LANES_K], [NUM_WARPS, 1], [1, 0])
+    # Copy layouts: 16 bytes a thread; x: a 128-byte row piece a K tile.
+    x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
