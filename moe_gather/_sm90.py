@@ -466,8 +466,12 @@ def _promote(part, scale, acc):
     64, 169 of 256 at 128; now 14 and 11), and took more registers (block_m 64: 126 -> 109). Outputs bit-identical;
     0.985x-1.018x the time on 15 cases, 1.006x in geometric mean (results/runs_2026-11-30_s13/, call 2)."""
     return gl.inline_asm_elementwise(
-        asm="fma.rn.f32 $0, $1, $2, $0;", constraints="=f,f,f,0", args=[part, scale.broadcast_to(part.shape), acc],
-        dtype=gl.float32, is_pure=True, pack=1,
+        asm="fma.rn.f32 $0, $1, $2, $0;",
+        constraints="=f,f,f,0",
+        args=[part, scale.broadcast_to(part.shape), acc],
+        dtype=gl.float32,
+        is_pure=True,
+        pack=1,
     )
 
 
