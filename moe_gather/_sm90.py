@@ -238,7 +238,7 @@ class Sm90Config:
 # (`maxnreg=128`) it rematerializes instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases
 # (runs_2026-11-30_s7/, call 8): no cap, and a CPU test holds each entry to the registers of its occupancy
 # (suites/test_sm90.py). From 512 rows, block_m 128 on one warpgroup with two partial sums (`overlap`: block j + 1's
-# wgmma runs while block j's partial is promoted), 255 registers, 2 programs a multiprocessor: each converted weight
+# wgmma runs while block j's partial is promoted), 254 registers, 2 programs a multiprocessor: each converted weight
 # serves 128 tokens (416 SASS a K tile against 2 x 268), and the second partial hides the wgmma latency that 8 warps
 # a multiprocessor leave; 0.971x-0.986x block_m 64's time at ~500-990 rows a slice, 0.99x-1.00x at 257 and slower
 # below (runs_2026-11-30_s10/, call 8). Measured and left out (NOTES_sm90.md): block_m 128 without the second partial
