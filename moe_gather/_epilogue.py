@@ -31,7 +31,7 @@ def swiglu_store(
     acc,  # fp32 [BLOCK_N, BLOCK_M]: weight rows (interleaved gate, linear) x the tile's tokens
     bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit,
     row0,  # first weight row of the tile in the [E * N] bias
-    pid_m, pid_n, start, size,  # token block, column block, the slice's first output row and its size
+    m0, pid_n, start, size,  # the tile's first row in its slice, column block, the slice's first output row, size
     N: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     VEC: gl.constexpr = 2,  # consecutive weight rows a thread holds after the transpose: VEC / 2 outputs a store
     NAN_MIN_MAX: gl.constexpr = False,  # the clamps as min / max that keep NaN (one instruction each); else selects
@@ -53,7 +53,7 @@ def swiglu_store(
     y = gate * sigmoid * (linear + 1.0)
     out = (y * gl.div_rn(1.0, gl.load(out_scale_ptr))).to(gl.float8e4nv)
     out_layout: gl.constexpr = out.type.layout
-    offs_om = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
+    offs_om = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
     offs_on = pid_n * (BLOCK_N // 2) + gl.arange(0, BLOCK_N // 2, layout=gl.SliceLayout(0, out_layout))
     out_ptrs = out_ptr + (start + offs_om).to(gl.int64)[:, None] * (N // 2) + offs_on[None, :]
     gl.store(out_ptrs, out, mask=(offs_om < size)[:, None])

@@ -299,7 +299,7 @@ def _epilogue(p: _Shared):
                 row0 = expert.to(gl.int64) * p.N + pid_n * p.BLOCK_N + h * 128
                 swiglu_store(
                     acc, p.bias_ptr, p.x_scale_ptr, p.out_scale_ptr, p.out_ptr, p.alpha, p.limit, row0,
-                    pid_m * M_SPLITS + c, pid_n * HALVES + h, start, size, p.N, p.EPI_M, 128,
+                    (pid_m * M_SPLITS + c) * p.EPI_M, pid_n * HALVES + h, start, size, p.N, p.EPI_M, 128,
                 )  # fmt: skip
         index, phase = _next(index, phase, acc_count)
 

@@ -200,6 +200,11 @@ class Sm90Config:
     split_at: int = 0
     large_block_m: int = 64
     large_num_buffers: int = 4
+    # Rows past block_m that a slice's last tile takes instead of a tile of their own (0, or a power of two from
+    # 4 * num_warps up to block_m / 2): a second wgmma a block, of `extra` tokens, on the same converted weights, with
+    # a ring one stage shallower (so that its x rows fit the same shared memory). A slice of 65-80 rows at block_m 64
+    # converts its weights once instead of twice.
+    extra: int = 0
 
     def __post_init__(self):
         if self.pairs and (self.num_buffers % 2 or self.split_at):
@@ -208,6 +213,14 @@ class Sm90Config:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow not in (0, 1, 2):
             raise ValueError(f"Sm90Config: narrow is 0, 1 or 2 halvings of block_m, got {self}")
+        if self.extra and (
+            self.extra & (self.extra - 1) or not 4 * self.num_warps <= self.extra <= self.block_m // 2
+            or self.overlap or self.split_at
+        ):  # fmt: skip
+            raise ValueError(
+                f"Sm90Config: extra is 0 or a power of two from 4 * num_warps to block_m / 2, without overlap or"
+                f" split_at, got {self}"
+            )
 
     @property
     def block_n(self) -> int:  # weight rows per tile
@@ -269,7 +282,7 @@ def f16_config(config: Sm90Config) -> Sm90Config:
     tile needs 142 registers; capped at 128 it spills)."""
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
-    return replace(config, maxnreg=None)
+    return replace(config, maxnreg=None, extra=0)
 
 
 # The fp16 path's words: 8 e2m1 codes -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
@@ -417,34 +430,43 @@ def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
 
 
 @gluon.jit
-def _ring(x_dtype: gl.constexpr, RING: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
-    """The buffers of RING pipeline stages: gathered x rows (128-byte swizzled, wgmma's B), packed words, scales."""
+def _ring(x_dtype: gl.constexpr, RING: gl.constexpr, BLOCK_M: gl.constexpr, EXTRA: gl.constexpr,
+          BLOCK_N: gl.constexpr):  # fmt: skip
+    """The buffers of RING pipeline stages: gathered x rows (128-byte swizzled, wgmma's B), packed words, scales,
+    and the EXTRA tokens' x rows (the first x buffers again where EXTRA is 0: never touched)."""
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
+    x = gl.allocate_shared_memory(x_dtype, [RING, BLOCK_M, _TILE_K], x_nvmma)
+    extra = x
+    if EXTRA:
+        extra = gl.allocate_shared_memory(x_dtype, [RING, EXTRA, _TILE_K], x_nvmma)
     return (
-        gl.allocate_shared_memory(x_dtype, [RING, BLOCK_M, _TILE_K], x_nvmma),
+        x,
         gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N, _TILE_K // 8], plain2),
         gl.allocate_shared_memory(gl.int32, [RING, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0])),
+        extra,
     )
 
 
 @gluon.jit
 def _stage(ring, i):
-    """Slot i of a ring (its x, words and scales buffers): one pipeline stage's three buffers."""
-    return ring[0].index(i), ring[1].index(i), ring[2].index(i)
+    """Slot i of a ring (its x, words, scales and extra x buffers): one pipeline stage's buffers."""
+    return ring[0].index(i), ring[1].index(i), ring[2].index(i), ring[3].index(i)
 
 
 @gluon.jit
 def _issue_loads(
-    tile, stage, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, K: gl.constexpr, N: gl.constexpr,
-    K_TILES: gl.constexpr,
+    tile, stage, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs, K: gl.constexpr, N: gl.constexpr,
+    K_TILES: gl.constexpr, EXTRA: gl.constexpr,
 ):  # fmt: skip
     """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`; x zero-filled from K on (the words and
     scales hold zeros there), nothing from tile K_TILES on. The loop passes the end of the whole tiles as K and
     K_TILES, so that its copies past them (the tile that K ends inside was step 0's) move nothing."""
-    x_dst, w_dst, s_dst = stage
+    x_dst, w_dst, s_dst, xe_dst = stage
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(x_dst, x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
+    if EXTRA:
+        cp.async_copy_global_to_shared(xe_dst, xe_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
     w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
     in_w = (offs_wc >= 0) & (tile < K_TILES)
     cp.async_copy_global_to_shared(w_dst, w_ptrs + tile * w_tile, mask=in_w[None, :])
@@ -477,18 +499,21 @@ def _promote(part, scale, acc):
 
 @gluon.jit
 def _mma_tile(
-    acc, part, spare, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, BLOCKS: gl.constexpr, OVERLAP: gl.constexpr,
+    sums, stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr, F16: gl.constexpr,
+    ZERO_SCALE: gl.constexpr, BLOCKS: gl.constexpr, OVERLAP: gl.constexpr, EXTRA: gl.constexpr,
 ):  # fmt: skip
     """One landed K tile (`stage`): its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends
     inside), one wgmma each, each partial promoted into acc. The operand layouts follow from the accumulator's.
-    OVERLAP: block j + 1's wgmma writes `spare` while block j's partial is promoted (Sm90Config.overlap)."""
+    `sums`: (acc, part, spare, acc_e, part_e). OVERLAP: block j + 1's wgmma writes `spare` while block j's partial
+    is promoted (Sm90Config.overlap). EXTRA: a second wgmma a block on the same weights, for the extra tokens."""
+    acc, part, spare, acc_e, part_e = sums
     acc_layout: gl.constexpr = acc.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     words_layout: gl.constexpr = _words_layout(BLOCK_N, gl.num_warps())
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
-    x_tile, w_tile, s_tile = stage
+    e_rows: gl.constexpr = gl.SliceLayout(1, acc_e.type.layout)  # EXTRA's: the same rows a thread, no data moves
+    x_tile, w_tile, s_tile, xe_tile = stage
     words = w_tile.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
     scale_words = s_tile.load(rows_layout)
     even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
@@ -512,6 +537,8 @@ def _mma_tile(
         # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
         a = _a_operand(block0, BLOCK_N, a_layout)
         part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
+        if EXTRA:
+            part_e = warpgroup_mma(a, _x_block(xe_tile, 0), part_e, use_acc=False, is_async=True)
         for j in gl.static_range(BLOCKS):
             if j + 1 < BLOCKS:
                 a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
@@ -524,20 +551,28 @@ def _mma_tile(
             else:
                 # Promote once the wgmma is done: without a spare partial, reading its registers while the next
                 # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
-                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                if EXTRA:
+                    part, part_e = warpgroup_mma_wait(num_outstanding=0, deps=(part, part_e))
+                    acc_e = _promote(part_e, gl.convert_layout(scale.reshape([BLOCK_N]), e_rows)[:, None], acc_e)
+                else:
+                    part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
                 acc = _promote(part, scale, acc)
                 if j + 1 < BLOCKS:
                     part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
-    return acc, part, spare
+                    if EXTRA:
+                        part_e = warpgroup_mma(a, _x_block(xe_tile, j + 1), part_e, use_acc=False, is_async=True)
+    return acc, part, spare, acc_e, part_e
 
 
 @gluon.jit
 def _tile(
-    call, pid_m, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr,
-    F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr, OVERLAP: gl.constexpr,
+    call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, EXTRA: gl.constexpr,
+    NUM_BUFFERS: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr,
+    OVERLAP: gl.constexpr,
 ):  # fmt: skip
-    """One program's tile: tokens [pid_m * BLOCK_M, +BLOCK_M) of the expert's slice, weight rows of column block
-    pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice."""
+    """One program's tile: tokens [m0, m0 + BLOCK_M + EXTRA) of the expert's slice, weight rows of column block
+    pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice. EXTRA
+    tokens past BLOCK_M (0, or a power of two) get a wgmma of their own on the same converted weights."""
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr = call[0]
     alpha, limit, expert, pid_n, size, start = call[1]
     NUM_WARPS: gl.constexpr = gl.num_warps()
@@ -555,10 +590,15 @@ def _tile(
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
     # Gathered x rows; rows past the slice repeat its last row (their outputs are never stored).
-    offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
+    offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
     rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
     offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
     x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
+    xe_ptrs = x_ptrs  # unused unless EXTRA
+    if EXTRA:
+        offs_me = m0 + BLOCK_M + gl.arange(0, EXTRA, layout=gl.SliceLayout(1, x_copy))
+        rows_e = gl.load(gather_ptr + start + gl.minimum(offs_me, size - 1))
+        xe_ptrs = x_ptr + rows_e.to(gl.int64)[:, None] * K + offs_xk[None, :]
 
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
@@ -575,9 +615,9 @@ def _tile(
     # tell ring slots apart, then adds no second bar.sync a tile.
     RINGS: gl.constexpr = 2 if PAIRS else 1
     RING: gl.constexpr = NUM_BUFFERS // RINGS
-    rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, BLOCK_N),)
+    rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, EXTRA, BLOCK_N),)
     if PAIRS:
-        rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, BLOCK_N))
+        rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, EXTRA, BLOCK_N))
     x16_smem = rings[0][0]  # unused unless F16
     if F16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
         x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
@@ -592,49 +632,66 @@ def _tile(
     WHOLE: gl.constexpr = K_TILES - FIRST
     AHEAD: gl.constexpr = NUM_BUFFERS - 1  # steps loaded ahead
     LAST: gl.constexpr = K_TILES - 1  # the last step
-    loads = (x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s)
+    loads = (x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs)
     for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
         if i < FIRST:
-            _issue_loads(LAST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES)
+            _issue_loads(LAST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES, EXTRA)
         else:
-            _issue_loads(i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, WHOLE * _TILE_K, N, WHOLE)
+            _issue_loads(i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, WHOLE * _TILE_K, N, WHOLE, EXTRA)
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
     spare = part  # the next block's partial, with OVERLAP
     if OVERLAP:
         spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
+    acc_e, part_e = acc, part  # the extra tokens' sums, with EXTRA
+    if EXTRA:
+        extra_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, EXTRA, MMA_K]
+        )
+        acc_e = gl.zeros((BLOCK_N, EXTRA), dtype=gl.float32, layout=extra_layout)
+        part_e = gl.zeros((BLOCK_N, EXTRA), dtype=gl.float32, layout=extra_layout)
+    sums = (acc, part, spare, acc_e, part_e)
     if FIRST:  # step 0: the last tile's blocks
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
         _issue_loads(
-            AHEAD - FIRST, _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING), *loads, WHOLE * _TILE_K, N, WHOLE
+            AHEAD - FIRST,
+            _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING),
+            *loads,
+            WHOLE * _TILE_K,
+            N,
+            WHOLE,
+            EXTRA,
         )
-        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16,
-                                     ZERO_SCALE, LAST_BLOCKS, OVERLAP)  # fmt: skip
+        sums = _mma_tile(sums, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, LAST_BLOCKS, OVERLAP,
+                         EXTRA)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
             cp.wait_group(NUM_BUFFERS - 2)
             gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
             ahead = _stage(rings[(r + FIRST + AHEAD) % RINGS], (p + AHEAD) // RINGS % RING)  # the other ring with PAIRS
-            _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE)  # whole tiles only
+            _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE, EXTRA)  # whole tiles only
             landed = _stage(rings[(r + FIRST) % RINGS], p // RINGS % RING)
-            acc, part, spare = _mma_tile(acc, part, spare, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE,
-                                         BLOCKS, OVERLAP)  # fmt: skip
+            sums = _mma_tile(sums, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, OVERLAP, EXTRA)
     if WHOLE % RINGS:  # PAIRS and an odd number of whole tiles: the last step
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
-        acc, part, spare = _mma_tile(acc, part, spare, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem,
-                                     BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, OVERLAP)  # fmt: skip
+        sums = _mma_tile(sums, _stage(rings[LAST % RINGS], LAST // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M, F16,
+                         ZERO_SCALE, BLOCKS, OVERLAP, EXTRA)  # fmt: skip
     cp.wait_group(0)
 
+    acc = sums[0]
     if not F16:  # the bit-spread encoding
         acc = acc * 64.0  # exact: a power of two
     swiglu_store(
-        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m, pid_n, start, size,
+        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
         N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
     )  # fmt: skip
+    if EXTRA:  # (the fp8 path only)
+        swiglu_store(sums[3] * 64.0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
+                     m0 + BLOCK_M, pid_n, start, size, N, EXTRA, BLOCK_N)  # fmt: skip
 
 
 @gluon.jit
@@ -656,6 +713,7 @@ def _bmm1_sm90_kernel(
     N: gl.constexpr,
     BLOCK_M: gl.constexpr,
     NUM_BUFFERS: gl.constexpr,
+    EXTRA: gl.constexpr = 0,  # Sm90Config.extra: tokens a tile holds past BLOCK_M, on a second wgmma a block
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)); fp8: bit-spread words, 2 ** -6 the values
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
@@ -677,13 +735,16 @@ def _bmm1_sm90_kernel(
         (x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr),
         (alpha, limit, expert, pid_n, size, start),
     )
-    rows_left = size - pid_m * BLOCK_M
+    m0 = pid_m * BLOCK_M  # the tile's first row in the slice
+    rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, 4 * pid_m, K, N, BLOCK_M // 4, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, 2 * pid_m, K, N, BLOCK_M // 2, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+    elif EXTRA > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + EXTRA:  # the slice's last rows, EXTRA more
+        _tile(call, m0, K, N, BLOCK_M, EXTRA, NUM_BUFFERS - 1, F16, ZERO_SCALE, PAIRS, OVERLAP)
     else:
-        _tile(call, pid_m, K, N, BLOCK_M, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, m0, K, N, BLOCK_M, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -695,9 +756,9 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     """The kernel's compile-time arguments for launch `tile` of `config` (0, or 1 for split_at's large tiles) on
     weights of that shape and path: what `launch` passes, and what the CPU tests compile."""
     block_m, num_buffers = config.tiles[tile]
-    return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "F16": f16, "ZERO_SCALE": zero_scale,
-            "PAIRS": bool(config.pairs), "NARROW": _narrowing(config.narrow, block_m),
-            "OVERLAP": bool(config.overlap)}  # fmt: skip
+    return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "EXTRA": config.extra if tile == 0 else 0,
+            "F16": f16, "ZERO_SCALE": zero_scale, "PAIRS": bool(config.pairs),
+            "NARROW": _narrowing(config.narrow, block_m), "OVERLAP": bool(config.overlap)}  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
@@ -710,9 +771,9 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     elif config.widest_first:
-        schedules = (ragged.widest_first(config.block_m),)
+        schedules = (ragged.widest_first(config.block_m, config.extra),)
     else:
-        schedules = (ragged.block_schedule[config.block_m],)
+        schedules = (ragged.schedule(config.block_m, config.extra),)
     for tile, schedule in enumerate(schedules):
         if schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](

@@ -115,30 +115,48 @@ class RaggedMetadata:
             )
         return self._buckets[key]
 
-    def widest_first(self, block_m: int) -> torch.Tensor:
+    def schedule(self, block_m: int, extra: int = 0) -> torch.Tensor:
+        """block_schedule[block_m], or with `extra` the schedule whose slices' last tiles take up to `extra` rows
+        past block_m instead of a tile of their own (Sm90Config.extra; on the device, without a sync, once)."""
+        if not extra:
+            return self.block_schedule[block_m]
+        key = ("schedule", block_m, extra)
+        if key not in self._buckets:
+            bound = max_blocks(self.n_slices, self.tokens, block_m)
+            self._buckets[key] = _tile(self.slice_sizes, block_m, bound, self.tokens, extra)[1]
+        return self._buckets[key]
+
+    def widest_first(self, block_m: int, extra: int = 0) -> torch.Tensor:
         """block_schedule[block_m] ordered by the rows each tile holds, most first (stable: among equals, slices and
         their tiles keep their order), so that slices' last tiles, narrower and cheaper than whole ones, run in the
         grid's last wave. On the device, without a sync; once per block_m."""
-        key = ("widest_first", block_m)
+        key = ("widest_first", block_m, extra)
         if key not in self._buckets:
-            schedule = self.block_schedule[block_m]
+            schedule = self.schedule(block_m, extra)
             if self.n_slices:
                 expert = (schedule & ((1 << SCHEDULE_PID_SHIFT) - 1)).clamp(max=self.n_slices - 1)
-                rows = (self.slice_sizes[expert] - (schedule >> SCHEDULE_PID_SHIFT) * block_m).clamp(max=block_m)
+                rows = self.slice_sizes[expert] - (schedule >> SCHEDULE_PID_SHIFT) * block_m
+                rows = torch.where(rows > block_m + extra, block_m, rows)
                 rows = torch.where(schedule == SCHEDULE_UNUSED, -1, rows)
                 schedule = schedule[torch.sort(rows, descending=True, stable=True).indices]
             self._buckets[key] = schedule
         return self._buckets[key]
 
 
-def _tile(sizes: torch.Tensor, block_m: int, bound: int, tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _tile(
+    sizes: torch.Tensor, block_m: int, bound: int, tokens: int, extra: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Slices of `sizes` tiled by block_m: (block offsets [E + 1], schedule [bound] of slice | pid_m << 16, -1 past
-    the last block), on the sizes' device, without a sync. `bound` must hold every block."""
+    the last block), on the sizes' device, without a sync. `bound` must hold every block. `extra`: a slice's last
+    tile takes up to that many rows past block_m (a slice of block_m + extra rows is one tile)."""
     if bound >= 1 << (31 - SCHEDULE_PID_SHIFT):
         raise ValueError(f"{tokens} rows need {bound} blocks of {block_m}: pid_m overflows the packed schedule")
     n = sizes.shape[0]
     zero = torch.zeros(1, dtype=torch.int32, device=sizes.device)
-    offs = torch.cat((zero, ((sizes + block_m - 1) // block_m).cumsum(0, dtype=torch.int32)))
+    counts = (sizes + block_m - 1) // block_m
+    if extra:
+        counts = torch.where(sizes > 0, ((sizes - extra + block_m - 1) // block_m).clamp(min=1), 0)
+    offs = torch.cat((zero, counts.cumsum(0, dtype=torch.int32)))
     j = torch.arange(bound, dtype=torch.int32, device=sizes.device)
     slice_of_block = torch.searchsorted(offs[1:], j, right=True).to(torch.int32).clamp(max=max(n - 1, 0))
     pid_m = j - offs[slice_of_block] if n else j

@@ -88,7 +88,7 @@ def main():
                 f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} b{config.num_buffers} "
                 f"r{config.maxnreg} s{config.split_at}/{config.large_block_m}{' pairs' * bool(config.pairs)}"
                 f"{' overlap' * bool(config.overlap)}{' widest_first' * bool(config.widest_first)}"
-                f"{f' narrow{config.narrow}' * bool(config.narrow)}: "
+                f"{f' narrow{config.narrow}' * bool(config.narrow)}{f' extra{config.extra}' * bool(config.extra)}: "
                 f"{us:8.1f} us  "
                 f"bitwise {agreement.bitwise_equal_fraction:.4%}  "
                 f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",
