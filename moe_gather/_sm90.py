@@ -215,11 +215,11 @@ class Sm90Config:
             raise ValueError(f"Sm90Config: narrow is 0, 1 or 2 halvings of block_m, got {self}")
         if self.extra and (
             self.extra & (self.extra - 1) or not 4 * self.num_warps <= self.extra <= self.block_m // 2
-            or self.overlap or self.split_at
+            or self.overlap or self.split_at or self.pairs
         ):  # fmt: skip
             raise ValueError(
-                f"Sm90Config: extra is 0 or a power of two from 4 * num_warps to block_m / 2, without overlap or"
-                f" split_at, got {self}"
+                f"Sm90Config: extra is 0 or a power of two from 4 * num_warps to block_m / 2, without overlap, pairs"
+                f" or split_at, got {self}"
             )
 
     @property
@@ -250,21 +250,23 @@ class Sm90Config:
 # warpgroups on all 32 cases tried of 49 to 410 rows a slice). ptxas lands it at 128 registers by itself; capped there
 # (`maxnreg=128`) it rematerializes instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases
 # (runs_2026-11-30_s7/, call 8): no cap, and a CPU test holds each entry to the registers of its occupancy
-# (suites/test_sm90.py). From 512 rows, block_m 128 on one warpgroup with two partial sums (`overlap`: block j + 1's
-# wgmma runs while block j's partial is promoted), 254 registers, 2 programs a multiprocessor: each converted weight
-# serves 128 tokens (416 SASS a K tile against 2 x 268), and the second partial hides the wgmma latency that 8 warps
-# a multiprocessor leave; 0.971x-0.986x block_m 64's time at ~500-990 rows a slice, 0.99x-1.00x at 257 and slower
-# below (runs_2026-11-30_s10/, call 8). Measured and left out (NOTES_sm90.md): block_m 128 without the second partial
-# (one or two warpgroups: latency-bound, 1.14x and slower), two 64-token wgmmas a block, 5 programs a multiprocessor
-# at 96 registers, `split_at` on the small tiles, `pairs` on block_m 64 (162 registers: a program a multiprocessor
-# fewer, slower), two partial sums on the smaller tiles (1-5% on block_m 16; slower wherever their registers cost a
-# program a multiprocessor, block_m 64 among them), an L2 prefetch of a program's words and scales ahead of its ring
-# (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages, a producer warpgroup for block_m 64
-# (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
+# (suites/test_sm90.py). Its slices' last tiles take up to 16 rows past 64 (`extra`: a slice of 65-80 rows converts its
+# weights once instead of twice): 1.01x-1.13x on 7 cases of 58-284 rows, never slower, outputs bit-identical
+# (runs_2026-11-30_s14/, call 1; uniform-bs2560 109.6 -> 97.1 us). From 512 rows, block_m 128 on one warpgroup with two
+# partial sums (`overlap`: block j + 1's wgmma runs while block j's partial is promoted), 254 registers, 2 programs a
+# multiprocessor: each converted weight serves 128 tokens (416 SASS a K tile against 2 x 268), and the second partial
+# hides the wgmma latency that 8 warps a multiprocessor leave; 0.971x-0.986x block_m 64's time at ~500-990 rows a slice,
+# 0.99x-1.00x at 257 and slower below (runs_2026-11-30_s10/, call 8). Measured and left out (NOTES_sm90.md): block_m 128
+# without the second partial (one or two warpgroups: latency-bound, 1.14x and slower), two 64-token wgmmas a block, 5
+# programs a multiprocessor at 96 registers, `split_at` on the small tiles, `pairs` on block_m 64 (162 registers: a
+# program a multiprocessor fewer, slower), two partial sums on the smaller tiles (1-5% on block_m 16; slower wherever
+# their registers cost a program a multiprocessor, block_m 64 among them), an L2 prefetch of a program's words and
+# scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages, a producer
+# warpgroup for block_m 64 (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
 CONFIGS = (
     (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
     (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
-    (511, Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2)),
+    (511, Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2, extra=16)),
     (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=4, narrow=2, overlap=True)),
 )
 

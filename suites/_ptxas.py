@@ -26,14 +26,21 @@ def _sass(cubin: bytes, tmp_path: Path) -> list[tuple[int, str]]:
     return [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
 
 
-def _longest_loop(lines: list[tuple[int, str]]) -> tuple[int, int]:
-    """First and last address of the longest backward branch's span."""
+def _longest_loop(lines: list[tuple[int, str]], wgmma: set[str] | None = None) -> tuple[int, int]:
+    """First and last address of the longest backward branch's span; with `wgmma`, of the longest whose wgmma
+    instructions are exactly those (e.g. {"QGMMA.64x64x32.F32.E4M3.E4M3"}: the K loop of one tile width)."""
     spans = [
         (int(target, 16), address)
         for address, text in lines
         for target in re.findall(r"\bBRA\b.*?0x([0-9a-f]+)", text)
         if int(target, 16) < address
     ]
+    if wgmma is not None:
+        spans = [
+            (start, end)
+            for start, end in spans
+            if {text.split()[0] for address, text in lines if start <= address <= end and "GMMA." in text} == wgmma
+        ]
     return max(spans, key=lambda span: span[1] - span[0])
 
 
@@ -42,19 +49,20 @@ def _strip(text: str, operands: bool) -> str:
     return text if operands else text.split()[0]
 
 
-def main_loop_sass(cubin: bytes, tmp_path: Path, operands: bool = False) -> list[str]:
-    """The instructions of a kernel's longest loop (the span of its longest backward branch), by Triton's cuobjdump,
-    without predicates, and without operands unless asked: ["LOP3.LUT", "FFMA", ...]."""
+def main_loop_sass(cubin: bytes, tmp_path: Path, operands: bool = False, wgmma: set[str] | None = None) -> list[str]:
+    """The instructions of a kernel's longest loop (the span of its longest backward branch; with `wgmma`, of the
+    longest with those wgmmas), by Triton's cuobjdump, without predicates, and without operands unless asked:
+    ["LOP3.LUT", "FFMA", ...]."""
     lines = _sass(cubin, tmp_path)
-    start, end = _longest_loop(lines)
+    start, end = _longest_loop(lines, wgmma)
     return [_strip(text, operands) for address, text in lines if start <= address <= end]
 
 
-def after_main_loop_sass(cubin: bytes, tmp_path: Path) -> list[str]:
-    """The instructions from the longest loop's end to the next EXIT (the pipeline's drain and the epilogue of that
-    path), without predicates and operands."""
+def after_main_loop_sass(cubin: bytes, tmp_path: Path, wgmma: set[str] | None = None) -> list[str]:
+    """The instructions from the longest loop's end (as main_loop_sass picks it) to the next EXIT (the pipeline's
+    drain and the epilogue of that path), without predicates and operands."""
     lines = _sass(cubin, tmp_path)
-    _, end = _longest_loop(lines)
+    _, end = _longest_loop(lines, wgmma)
     after = []
     for address, text in lines:
         if address > end:

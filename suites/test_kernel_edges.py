@@ -168,14 +168,15 @@ def _sized_routing(sizes):
     return route(logits.half().cuda(), MODEL.top_k, MODEL.num_shards, shard)
 
 
-# Local slice sizes whose last tiles take every width a table entry narrows to, and some that end on a tile boundary.
-EVERY_WIDTH = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 128, 0]
+# Local slice sizes whose last tiles take every width a table entry narrows to or extends to (block_m 64: 65-80 rows in
+# one tile), and some that end on a tile boundary.
+EVERY_WIDTH = [1, 7, 8, 9, 16, 17, 31, 32, 33, 63, 64, 65, 80, 128, 144, 0]
 
 
 @pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
 def test_every_tile_width_of_each_sm90_entry(params, sm90, config):
-    """Slices whose last tile takes each width an entry narrows to (block_m, / 2, / 4) and ones that end on a tile
-    boundary, in one launch: each against the reference."""
+    """Slices whose last tile takes each width an entry narrows to (block_m, / 2, / 4) or extends to (block_m +
+    extra) and ones that end on a tile boundary, in one launch: each against the reference."""
     routing = _sized_routing(EVERY_WIDTH)
     assert routing.ragged.slice_sizes.tolist() == EVERY_WIDTH
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=routing)
@@ -195,11 +196,12 @@ def test_k_ending_anywhere_in_a_tile(params, sm90, config, k):
     check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"K = {k}, {config}")
 
 
-# Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), and each
-# entry with the other grid order (widest_first).
+# Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
+# on another tile than the table's, and each entry with the other grid order (widest_first).
 OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=16, num_buffers=4, num_warps=4, narrow=1, split_at=32),
     _sm90.Sm90Config(block_m=32, num_buffers=4, num_warps=8, narrow=2, split_at=16, large_block_m=64),
+    _sm90.Sm90Config(block_m=32, num_buffers=4, num_warps=4, narrow=2, extra=16),
     *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
 ]
 

@@ -77,10 +77,13 @@ def test_sm90_keys_its_table_on_the_rows_of_the_call_per_slice():
     assert _sm90.select_config(ragged) == lookup(_sm90.CONFIGS, 15) != lookup(_sm90.CONFIGS, 128)
 
 
-def _brute_force_schedule(sizes, block_m):
+def _brute_force_schedule(sizes, block_m, extra=0):
+    """Tiles of block_m rows; a slice's last `extra` rows or fewer past a whole tile go into that tile."""
     offs, schedule = [0], []
     for s, size in enumerate(sizes):
         blocks = -(-size // block_m)
+        if blocks > 1 and size - (blocks - 1) * block_m <= extra:
+            blocks -= 1
         schedule += [s | (pid << 16) for pid in range(blocks)]
         offs.append(offs[-1] + blocks)
     return offs, schedule
@@ -98,6 +101,11 @@ def test_block_schedule_equals_brute_force(sizes):
         assert len(schedule) <= bound
         assert ragged.block_offs[block_m].tolist() == offs
         assert ragged.block_schedule[block_m].tolist() == schedule + [SCHEDULE_UNUSED] * (bound - len(schedule))
+    for block_m, extra in [(64, 16), (32, 16), (16, 4)]:  # a slice's last tile taking up to extra more rows
+        _, schedule = _brute_force_schedule(sizes, block_m, extra)
+        got = ragged.schedule(block_m, extra).tolist()
+        assert got[: len(schedule)] == schedule and set(got[len(schedule) :]) <= {SCHEDULE_UNUSED}
+        assert ragged.schedule(block_m, extra) is ragged.schedule(block_m, extra)  # computed once
 
 
 @pytest.mark.parametrize(
@@ -120,18 +128,19 @@ def test_bucket_schedules_split_the_slices_by_size(sizes, split_at, small_m, lar
 
 
 @pytest.mark.parametrize("sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [8, 7, 7, 6, 5], [0, 0], [], [300, 0, 1, 64, 65]])
-@pytest.mark.parametrize("block_m", [8, 32, 64])
-def test_widest_first_reorders_the_tiles_by_rows(sizes, block_m):
+@pytest.mark.parametrize(("block_m", "extra"), [(8, 0), (32, 0), (64, 0), (64, 16)])
+def test_widest_first_reorders_the_tiles_by_rows(sizes, block_m, extra):
     """The same tiles, fullest first; among equals in slice order, then by tile."""
     ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 8)
-    _, tiles = _brute_force_schedule(sizes, block_m)
+    _, tiles = _brute_force_schedule(sizes, block_m, extra)
     mask = (1 << SCHEDULE_PID_SHIFT) - 1
-    rows = {t: min(block_m, sizes[t & mask] - (t >> SCHEDULE_PID_SHIFT) * block_m) for t in tiles}
+    left = {t: sizes[t & mask] - (t >> SCHEDULE_PID_SHIFT) * block_m for t in tiles}
+    rows = {t: block_m if left[t] > block_m + extra else left[t] for t in tiles}
     want = sorted(tiles, key=lambda t: (-rows[t], t & mask, t >> SCHEDULE_PID_SHIFT))
-    got = ragged.widest_first(block_m).tolist()
+    got = ragged.widest_first(block_m, extra).tolist()
     assert got[: len(want)] == want and set(got[len(want) :]) <= {SCHEDULE_UNUSED}
     assert len(got) == len(ragged.block_schedule[block_m])
-    assert ragged.widest_first(block_m) is ragged.widest_first(block_m)  # computed once
+    assert ragged.widest_first(block_m, extra) is ragged.widest_first(block_m, extra)  # computed once
 
 
 def test_max_blocks_is_tight():
