@@ -27,6 +27,7 @@ def main(path):
     for r in data["rows"]:
         config = r["config"].removeprefix("Sm90Config(").removesuffix(")").replace(", maxnreg=None", "")
         config = config.replace(", split_at=0, large_block_m=64, large_num_buffers=4", "")  # one launch
+        config = config.replace(", extra=0", "")
         print(f"| {r['case']} | {r['tokens']} | {r['active_experts']} | {r['us']:.1f} | {r['tflops']:.1f} | "
               f"{r['tbps']:.2f} | {r['pct_roof']:.1%} | {r.get('peer_us', float('nan')):.1f} | "
               f"{r.get('speedup', float('nan')):.2f} | {config} |")  # fmt: skip
