@@ -242,7 +242,11 @@ class Sm90Config:
 # tile) under an 80-register cap (uncapped, pairs takes 96-98: a program a multiprocessor fewer): on one warpgroup up
 # to 16 rows (64 weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up
 # to 16 rows, 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), on two
-# warpgroups (128 weight rows share each x tile) from 17 to 48 (1.01x-1.04x one warpgroup on 8 of those 9 cases).
+# warpgroups (128 weight rows share each x tile) from 17 to 30 (1.01x-1.04x one warpgroup on 8 of the 9 cases of 17-48).
+# From 31 to 48 rows, block_m 32 on one warpgroup whose slices' last tiles take up to 16 rows past 32 (`extra`; without
+# pairs, which it does not combine with): slices of 33-48 rows convert their weights once. Against the two-warpgroup
+# entry (runs_2026-11-30_s14/, call 4): uniform-bs1280 (40 rows a slice) 1.08x, uniform-bs1024 (31) 1.03x, zipf-bs2048
+# (35) 1.01x; below 31 rows 0.93x-1.00x (uniform-bs896, 30 rows: 0.94x), and on the entry up to 16 rows 0.94x-1.04x.
 # Up to 16 rows the grid runs its tiles widest first (`widest_first`: the slices' narrowed last tiles in the last wave):
 # 0.96x the time in geometric mean over those 23 cases (0.82x-1.04x; runs_2026-11-30_s10/, call 3); from 17 rows on it
 # cost 1-2% (beyond 48 the narrowed tiles no longer find their expert's weights in L2).
@@ -265,7 +269,8 @@ class Sm90Config:
 # warpgroup for block_m 64 (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
 CONFIGS = (
     (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
-    (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
+    (30, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
+    (48, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, narrow=2, extra=16)),
     (511, Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2, extra=16)),
     (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=4, narrow=2, overlap=True)),
 )
