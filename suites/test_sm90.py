@@ -282,3 +282,17 @@ def test_fp16_path_caps_the_tile_at_its_largest_spill_free_size(recorded_launche
     ((_, schedule, kwargs),) = recorded_launches
     assert (kwargs["BLOCK_M"], kwargs["F16"]) == (_sm90.F16_MAX_BLOCK_M, True)
     assert sorted(v for v in schedule.tolist() if v >= 0) == sorted([0, 1 << 16, 2 << 16, 3 << 16, 1])  # 64 rows
+
+
+def test_extra_rows_join_the_slices_last_tile(recorded_launches):
+    """With extra, a slice's last rows past a whole tile, up to extra of them, ride in that tile: a slice of 70 rows at
+    block_m 64 is one tile, one of 90 two (64 + a narrowed 32); the fp16 path, which has no widened loop, tiles by
+    block_m alone."""
+    config = _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2, extra=16)
+    _launch(_sm90.prepare_weights(_random_weights(e=3, n=128, k=64), f16=False), [70, 90, 10], config)
+    _launch(_sm90.prepare_weights(_random_weights(e=3, n=128, k=64), f16=True), [70, 90, 10], config)
+    (grid, schedule, kwargs), (_, schedule16, kwargs16) = recorded_launches
+    used = lambda s: sorted(v for v in s.tolist() if v >= 0)
+    assert used(schedule) == sorted([0, 1, 1 << 16 | 1, 2]) and grid == (schedule.numel() * 2,)
+    assert (kwargs["BLOCK_M"], kwargs["EXTRA"], kwargs["NUM_BUFFERS"]) == (64, 16, 4)
+    assert used(schedule16) == sorted([0, 1 << 16, 1, 1 << 16 | 1, 2]) and kwargs16["EXTRA"] == 0
