@@ -238,7 +238,7 @@ class Sm90Config:
 # cost is its weight conversion plus its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest
 # tile that holds a typical slice wins until the wgmma's latency dominates. Every entry narrows a slice's last tile to
 # the rows it holds (`narrow`: 1.01x-1.17x over the same tile without, on every case tried), which is what lets a
-# larger tile win sooner. Up to 48 rows, block_m 32 with its rings split by K-tile parity (`pairs`, one bar.sync a
+# larger tile win sooner. Up to 30 rows, block_m 32 with its rings split by K-tile parity (`pairs`, one bar.sync a
 # tile) under an 80-register cap (uncapped, pairs takes 96-98: a program a multiprocessor fewer): on one warpgroup up
 # to 16 rows (64 weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up
 # to 16 rows, 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), on two
