@@ -488,6 +488,16 @@ def _x_block(x_tile, j: gl.constexpr):
 
 
 @gluon.jit
+def _x_rows(x_ptr, gather_ptr, start, size, first, ROWS: gl.constexpr, layout: gl.constexpr, K: gl.constexpr):
+    """Pointers to the first K tile of the slice's x rows [first, first + ROWS), in the copies' layout; rows past the
+    slice repeat its last row (their outputs are never stored)."""
+    offs_m = first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
+    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, layout))
+    return x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
+
+
+@gluon.jit
 def _promote(part, scale, acc):
     """acc + part * scale, rounded once (fma.rn.f32, as gl.fma), with the sum written over acc: tied in the asm, each
     running sum keeps one register through the K loop. From gl.fma ptxas moved the sums from block to block into the
@@ -549,7 +559,8 @@ def _mma_tile(
         for j in gl.static_range(BLOCKS):
             if j + 1 < BLOCKS:
                 a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
-            scale = _block_scales(scale_words, j, ZERO_SCALE)[:, None]
+            scale_rows = _block_scales(scale_words, j, ZERO_SCALE)
+            scale = scale_rows[:, None]
             if OVERLAP and j + 1 < BLOCKS:
                 spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
                 part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's done, j + 1's in flight
@@ -560,7 +571,7 @@ def _mma_tile(
                 # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
                 if EXTRA:
                     part, part_e = warpgroup_mma_wait(num_outstanding=0, deps=(part, part_e))
-                    acc_e = _promote(part_e, gl.convert_layout(scale.reshape([BLOCK_N]), e_rows)[:, None], acc_e)
+                    acc_e = _promote(part_e, gl.convert_layout(scale_rows, e_rows)[:, None], acc_e)
                 else:
                     part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
                 acc = _promote(part, scale, acc)
@@ -596,16 +607,12 @@ def _tile(
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
-    # Gathered x rows; rows past the slice repeat its last row (their outputs are never stored).
-    offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
-    rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
-    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
-    x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
+    # Gathered x rows: the tile's, and the EXTRA rows after them.
+    x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K)
+    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))  # the copies' K mask
     xe_ptrs = x_ptrs  # unused unless EXTRA
     if EXTRA:
-        offs_me = m0 + BLOCK_M + gl.arange(0, EXTRA, layout=gl.SliceLayout(1, x_copy))
-        rows_e = gl.load(gather_ptr + start + gl.minimum(offs_me, size - 1))
-        xe_ptrs = x_ptr + rows_e.to(gl.int64)[:, None] * K + offs_xk[None, :]
+        xe_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0 + BLOCK_M, EXTRA, x_copy, K)
 
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
@@ -662,15 +669,8 @@ def _tile(
     if FIRST:  # step 0: the last tile's blocks
         cp.wait_group(NUM_BUFFERS - 2)
         gl.thread_barrier()
-        _issue_loads(
-            AHEAD - FIRST,
-            _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING),
-            *loads,
-            WHOLE * _TILE_K,
-            N,
-            WHOLE,
-            EXTRA,
-        )
+        ahead = _stage(rings[AHEAD % RINGS], AHEAD // RINGS % RING)
+        _issue_loads(AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE, EXTRA)
         sums = _mma_tile(sums, _stage(rings[0], 0), x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, LAST_BLOCKS, OVERLAP,
                          EXTRA)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
@@ -763,7 +763,7 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     """The kernel's compile-time arguments for launch `tile` of `config` (0, or 1 for split_at's large tiles) on
     weights of that shape and path: what `launch` passes, and what the CPU tests compile."""
     block_m, num_buffers = config.tiles[tile]
-    return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "EXTRA": config.extra if tile == 0 else 0,
+    return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "EXTRA": config.extra,
             "F16": f16, "ZERO_SCALE": zero_scale, "PAIRS": bool(config.pairs),
             "NARROW": _narrowing(config.narrow, block_m), "OVERLAP": bool(config.overlap)}  # fmt: skip
 

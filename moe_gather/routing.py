@@ -127,9 +127,9 @@ class RaggedMetadata:
         return self._buckets[key]
 
     def widest_first(self, block_m: int, extra: int = 0) -> torch.Tensor:
-        """block_schedule[block_m] ordered by the rows each tile holds, most first (stable: among equals, slices and
+        """schedule(block_m, extra) ordered by the rows each tile holds, most first (stable: among equals, slices and
         their tiles keep their order), so that slices' last tiles, narrower and cheaper than whole ones, run in the
-        grid's last wave. On the device, without a sync; once per block_m."""
+        grid's last wave. On the device, without a sync; once per (block_m, extra)."""
         key = ("widest_first", block_m, extra)
         if key not in self._buckets:
             schedule = self.schedule(block_m, extra)
@@ -153,9 +153,9 @@ def _tile(
         raise ValueError(f"{tokens} rows need {bound} blocks of {block_m}: pid_m overflows the packed schedule")
     n = sizes.shape[0]
     zero = torch.zeros(1, dtype=torch.int32, device=sizes.device)
-    counts = (sizes + block_m - 1) // block_m
-    if extra:
-        counts = torch.where(sizes > 0, ((sizes - extra + block_m - 1) // block_m).clamp(min=1), 0)
+    counts = (sizes - extra + block_m - 1) // block_m
+    if extra:  # a slice of at most block_m + extra rows is still one tile
+        counts = torch.where(sizes > 0, counts.clamp(min=1), 0)
     offs = torch.cat((zero, counts.cumsum(0, dtype=torch.int32)))
     j = torch.arange(bound, dtype=torch.int32, device=sizes.device)
     slice_of_block = torch.searchsorted(offs[1:], j, right=True).to(torch.int32).clamp(max=max(n - 1, 0))
