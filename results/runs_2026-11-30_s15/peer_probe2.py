@@ -15,6 +15,7 @@ median of 20-replay rounds over 1.2 s (more than one power cycle), the variants 
 """
 
 import dataclasses
+import functools
 import sys
 
 import torch
@@ -59,7 +60,7 @@ for name in sys.argv[1].split(","):
             peer._peer_view = contiguous_view if variant == "C" else strided_view
             peer._hopper_swizzle.cache_clear()
             if variant == "K":
-                fn = lambda: bmm1.run_problem(problem, weights, out)  # noqa: E731
+                fn = functools.partial(bmm1.run_problem, problem, weights, out)
             else:
                 fn = peer.prepare(problem if variant == "A" else unscaled, "bf16x", num_warps=num_warps).run
             results[variant].append(window_us(fn))
