@@ -4,11 +4,11 @@ Call 1 left a gap after the actual out scale was dropped (uniform-bs3584: 175 us
 the same call, same options). Call 1's warm_probe also showed the H200 power-limited (700 W) under sustained load,
 its clock cycling 1425-1845 MHz about once a second. Candidates: the x data (here x * x_scale rounded to bf16, every
 mantissa bit in play; the anchors' bf16 of fp8 x, x_scale 1, four low mantissa bits zero: less switching on the tensor
-cores, less power) and the weights' layout conversion from a transposed view. Per case, each variant timed as the
-median of 20-replay rounds over 1.2 s (more than one power cycle), the variants in turn, twice:
+cores, less power) and the weights' layout conversion from a transposed view (a variant on contiguous copies fails
+the peer's shape check: its layouts take the strided view, as downcast_to_mxfp returns it). Per case, each variant
+timed as the median of 20-replay rounds over 1.2 s (more than one power cycle), the variants in turn, twice:
   A  as moe_gather.peer times it (bf16(x * x_scale));
   B  x_scale taken as 1: bf16 of the fp8 x, exact;
-  C  B, the weights swizzled from contiguous copies;
   K  the kernel, for scale.
 
     python3 results/runs_2026-11-30_s15/peer_probe2.py uniform-bs2048,uniform-bs3584,...
@@ -40,25 +40,18 @@ def window_us(fn, seconds=1.2, iterations=20) -> float:
     return sorted(times)[len(times) // 2] * 1e6
 
 
-def contiguous_view(weights):
-    return weights.codes.transpose(1, 2).contiguous(), weights.scales.transpose(1, 2).contiguous()
-
-
 model = MODELS["gpt-oss-120b"]
 params = make_expert_params(model, "cuda")
 weights = bmm1.prepare_weights(params.weights)
-strided_view = peer._peer_view
 for name in sys.argv[1].split(","):
     routing, batch = name.split("-bs")
     problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
     unscaled = dataclasses.replace(problem, x_scale=torch.ones_like(problem.x_scale))
     num_warps = 4 if problem.case.batch <= 512 else 8
     out = torch.empty((problem.tokens, model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
-    results = {k: [] for k in "ABCK"}
+    results = {k: [] for k in "ABK"}
     for _ in range(2):
-        for variant in "ABCK":
-            peer._peer_view = contiguous_view if variant == "C" else strided_view
-            peer._hopper_swizzle.cache_clear()
+        for variant in "ABK":
             if variant == "K":
                 fn = functools.partial(bmm1.run_problem, problem, weights, out)
             else:
