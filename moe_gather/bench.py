@@ -4,8 +4,11 @@
 
 Per case: time, TFLOP/s, TB/s, % of roofline and the speedup over the peer. Roofline time =
 max(bytes / read bandwidth, flops / fp8 dense rate), both measured here (bytes and flops as ../shared/anchors.md:
-Problem.bytes and Problem.flops). Times are CUDA-graph replays (triton.testing.do_bench_cudagraph, median); no L2
-flush between replays (the expert weights, ~8.8 MB each, exceed the 50 MB L2 from 6 active experts on).
+Problem.bytes and Problem.flops). Times are sustained: CUDA-graph replays, the median round over a second after a
+warm-up (moe_gather.benchmarking.sustained_seconds: the H200 is power-limited, and a short burst times whichever clock
+phase it lands on), the kernel and the peer alike; the ceilings are triton's do_bench_cudagraph, as the anchors
+measured them (a burst: higher ceilings, a lower % of roofline). No L2 flush between replays (the expert weights,
+~8.8 MB each, exceed the 50 MB L2 from 6 active experts on).
 The peer runs its fast Hopper path (`bf16x`: x upcast to bf16 with x_scale outside the timed region, swizzled
 weights), as the anchors measured it.
 """
@@ -21,6 +24,7 @@ import triton
 from triton.testing import do_bench_cudagraph
 
 from . import bmm1, peer
+from .benchmarking import graphed, sustained_seconds
 from .problem import MODELS, ROUTINGS, cases, make_expert_params, make_problem
 
 
@@ -56,21 +60,15 @@ def case_row(problem, seconds: float, ceilings: dict) -> dict:
 def time_kernel(problem, weights, ceilings) -> dict:
     out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
 
-    def kernel():
-        bmm1.run_problem(problem, weights, out)
-
-    kernel()  # allocations and compilation outside the graph capture
-    torch.cuda.synchronize()
-    seconds = do_bench_cudagraph(kernel) * 1e-3
+    seconds = sustained_seconds(graphed(lambda: bmm1.run_problem(problem, weights, out)))
     return case_row(problem, seconds, ceilings) | {"weights": getattr(weights, "encoding", "")}
 
 
 def time_peer(problem) -> float:
+    """The peer's sustained time on `problem`, us (matmul_ogs allocates its scratch on its first, eager call)."""
     num_warps = 4 if problem.case.batch <= 512 else 8  # as the anchors' measurement
     call = peer.prepare(problem, "bf16x", num_warps=num_warps)
-    call.run()  # matmul_ogs allocates its scratch on first use: outside the graph capture, as the anchors did
-    torch.cuda.synchronize()
-    return do_bench_cudagraph(call.run) * 1e3
+    return sustained_seconds(graphed(call.run)) * 1e6
 
 
 def _geomean(values):

@@ -1,12 +1,14 @@
 """The throughput gate through pytester, with synthetic benchmarks (a sleep) and synthetic baseline JSON:
 regression, improvement, missing baseline, baseline from another device, corrupted file, refused save; the wider
-allowance against a baseline from another GPU of the model (judge, directly)."""
+allowance against a baseline from another GPU of the model (judge, directly); the sustained timing's window."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from moe_gather import benchmarking
 from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, judge
 
 SYNTHETIC = """
@@ -182,3 +184,17 @@ def test_a_baseline_from_another_gpu_allows_more_slowdown(baseline_gpu, run_gpu,
 def test_bad_threshold_option_is_a_usage_error(pytester):
     result = _run(pytester, "--regression-threshold", "fast")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_sustained_timing_spans_its_window_and_reads_the_median(monkeypatch):
+    monkeypatch.setattr(benchmarking, "WARMUP_S", 0.02)
+    monkeypatch.setattr(benchmarking, "WINDOW_S", 0.5)
+    warmup, rounds = benchmarking.sustained_rounds(lambda: time.sleep(0.005), iterations=2)  # 10 ms a round or more
+    assert 1 <= warmup <= 2 and 25 <= rounds <= 50
+    calls = []
+
+    def slow_every_fourth_round():  # a quarter of the rounds (2 calls each) 10x slower: the median is the fast ones'
+        calls.append(None)
+        time.sleep(0.02 if len(calls) % 8 in (1, 2) else 0.002)
+
+    assert 0.002 <= benchmarking.sustained_seconds(slow_every_fourth_round, iterations=2) < 0.004
