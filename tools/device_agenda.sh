@@ -31,7 +31,7 @@ case "${1:-}" in
       PYTHONPATH= python3 -m pytest $T --gpu hopper -q -p no:cacheprovider --benchmark-compare 2>&1 \
         | tee "$OUT/compare$i.log" | tail -2
     done ;;
-  slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
+  slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2,extra=0,overlap=0 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
   sanitize)  # SANITIZE_CASES (lines "tool routing batch [n]"), or a case per table entry (zipf-bs128, zipf-bs1024 and
              # uniform-bs768, uniform-bs1280, zipf-bs2560, uniform-bs16384 and 20480): zipf routing where it narrows
