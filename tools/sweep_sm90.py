@@ -3,7 +3,8 @@
     python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--json out.json] [--split] [--block-m 64,128]
     python3 tools/sweep_sm90.py --configs "block_m=32;block_m=64,maxnreg=128" --cases uniform-bs2560
 
-Each config is forced through moe_bmm1(config=...); one line per (case, config).
+Each config is forced through moe_bmm1(config=...) and timed sustained (moe_gather.benchmarking.sustained_seconds);
+one line per (case, config). List configs twice ('A;B;A;B') to interleave them.
 """
 
 import argparse
@@ -11,11 +12,11 @@ import json
 from dataclasses import asdict, replace
 
 import torch
-from triton.testing import do_bench_cudagraph
 
 from moe_gather import bmm1
 from moe_gather._sm90 import Sm90Config
 from moe_gather._table import parse_fields
+from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem, reference_for
 from moe_gather.reference import assert_close, compare_fp8
 
@@ -80,7 +81,7 @@ def main():
             except AssertionError as e:
                 max_err, rms_err = float("nan"), float("nan")
                 print("  ", str(e)[:200])
-            us = do_bench_cudagraph(call) * 1e3
+            us = sustained_seconds(graphed(call)) * 1e6
             row = {"case": name, **asdict(config), "us": us, "bitwise": agreement.bitwise_equal_fraction,
                    "max_ulp": agreement.max_ulp, "max_err": max_err, "rms_err": rms_err}  # fmt: skip
             rows.append(row)
