@@ -237,41 +237,44 @@ class Sm90Config:
 # From the sweeps on the H200 (results/runs_2026-11-30_s7/, _s8/, _s9/; the history in results/NOTES_sm90.md): a tile's
 # cost is its weight conversion plus its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest
 # tile that holds a typical slice wins until the wgmma's latency dominates. Every entry narrows a slice's last tile to
-# the rows it holds (`narrow`: 1.01x-1.17x over the same tile without, on every case tried), which is what lets a
-# larger tile win sooner. Up to 30 rows, block_m 32 with its rings split by K-tile parity (`pairs`, one bar.sync a
-# tile) under an 80-register cap (uncapped, pairs takes 96-98: a program a multiprocessor fewer): on one warpgroup up
-# to 16 rows (64 weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up
-# to 16 rows, 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), on two
-# warpgroups (128 weight rows share each x tile) from 17 to 30 (1.01x-1.04x one warpgroup on 8 of the 9 cases of 17-48).
-# From 31 to 48 rows, block_m 32 on one warpgroup whose slices' last tiles take up to 16 rows past 32 (`extra`; without
-# pairs, which it does not combine with): slices of 33-48 rows convert their weights once. Against the two-warpgroup
-# entry (runs_2026-11-30_s14/, call 4): uniform-bs1280 (40 rows a slice) 1.08x, uniform-bs1024 (31) 1.03x, zipf-bs2048
-# (35) 1.01x; below 31 rows 0.93x-1.00x (uniform-bs896, 30 rows: 0.94x), and on the entry up to 16 rows 0.94x-1.04x.
-# Up to 16 rows the grid runs its tiles widest first (`widest_first`: the slices' narrowed last tiles in the last wave):
-# 0.96x the time in geometric mean over those 23 cases (0.82x-1.04x; runs_2026-11-30_s10/, call 3); from 17 rows on it
-# cost 1-2% (beyond 48 the narrowed tiles no longer find their expert's weights in L2).
-# From 49 to 511 rows, block_m 64 on one warpgroup at 128 registers, 4 programs a multiprocessor (faster than two
-# warpgroups on all 32 cases tried of 49 to 410 rows a slice). ptxas lands it at 128 registers by itself; capped there
-# (`maxnreg=128`) it rematerializes instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases
-# (runs_2026-11-30_s7/, call 8): no cap, and a CPU test holds each entry to the registers of its occupancy
-# (suites/test_sm90.py). Its slices' last tiles take up to 16 rows past 64 (`extra`: a slice of 65-80 rows converts its
-# weights once instead of twice): 1.01x-1.13x on 7 cases of 58-284 rows, never slower, outputs bit-identical
-# (runs_2026-11-30_s14/, call 1; uniform-bs2560 109.6 -> 97.1 us). From 512 rows, block_m 128 on one warpgroup with two
-# partial sums (`overlap`: block j + 1's wgmma runs while block j's partial is promoted), 254 registers, 2 programs a
-# multiprocessor: each converted weight serves 128 tokens (416 SASS a K tile against 2 x 268), and the second partial
-# hides the wgmma latency that 8 warps a multiprocessor leave; 0.971x-0.986x block_m 64's time at ~500-990 rows a slice,
-# 0.99x-1.00x at 257 and slower below (runs_2026-11-30_s10/, call 8). Measured and left out (NOTES_sm90.md): block_m 128
-# without the second partial (one or two warpgroups: latency-bound, 1.14x and slower), two 64-token wgmmas a block, 5
-# programs a multiprocessor at 96 registers, `split_at` on the small tiles, `pairs` on block_m 64 (162 registers: a
-# program a multiprocessor fewer, slower), two partial sums on the smaller tiles (1-5% on block_m 16; slower wherever
-# their registers cost a program a multiprocessor, block_m 64 among them), an L2 prefetch of a program's words and
-# scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages, a producer
-# warpgroup for block_m 64 (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
+# the rows it holds (`narrow`: 1.01x-1.17x over the same tile without, on every case tried), which is what lets a larger
+# tile win sooner. Up to 30 rows, block_m 32 with its rings split by K-tile parity (`pairs`, one bar.sync a tile) under
+# an 80-register cap (uncapped, pairs takes 96-98: a program a multiprocessor fewer): on one warpgroup up to 24 rows (64
+# weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up to 16 rows,
+# 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), its grid ordered widest
+# tile first (`widest_first`: the slices' narrowed last tiles in the last wave; 0.96x the time in geometric mean over
+# the 23 cases of up to 16 rows, runs_2026-11-30_s10/, call 3). Sustained (runs_2026-11-30_s16/, calls 1-2) it takes
+# 0.96x-0.99x the two-warpgroup entry's time on 11 of 12 cases of 12-24 rows a slice (zipf-bs5120, 22 rows: 1.01x), and
+# widest first 0.94x-1.00x its time without from 17 to 24 rows. On two warpgroups (128 weight rows share each x tile)
+# from 25 to 30 rows: uniform-bs896 (30 rows) 0.96x the one-warpgroup entry, 0.99x the extra-rows entry. From 31 to 48
+# rows, block_m 32 on one warpgroup whose slices' last tiles take up to 16 rows past 32 (`extra`; without pairs, which
+# it does not combine with): slices of 33-48 rows convert their weights once; sustained against block_m 32 without extra
+# rows: uniform-bs1280 (40) 0.93x, uniform-bs1024 (31) 0.95x, zipf-bs2048 (35) 1.02x; against the block_m 64 entry 0.81x
+# at 31 rows, 0.93x at 40, equal at 35, 1.06x-1.16x from 50 (runs_2026-11-30_s16/, call 1). From 49 to 256 rows, block_m
+# 64 on one warpgroup at 128 registers, 4 programs a multiprocessor (faster than two warpgroups on all 32 cases tried of
+# 49 to 410 rows a slice). ptxas lands it at 128 registers by itself; capped there (`maxnreg=128`) it rematerializes
+# instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases (runs_2026-11-30_s7/, call 8): no cap, and a CPU
+# test holds each entry to the registers of its occupancy (suites/test_sm90.py). Its slices' last tiles take up to 16
+# rows past 64 (`extra`: a slice of 65-80 rows converts its weights once instead of twice): 1.01x-1.13x on 7 cases of
+# 58-284 rows, never slower, outputs bit-identical (runs_2026-11-30_s14/, call 1; uniform-bs2560 109.6 -> 97.1 us). Up
+# to 32 rows past 64 takes 152 registers, 3 programs a multiprocessor: 0.96x the time at 96 rows a slice, 1.03x-1.10x on
+# 5 cases of 78-227 (s16, call 1). From 257 rows, block_m 128 on one warpgroup with two partial sums (`overlap`: block j
+# + 1's wgmma runs while block j's partial is promoted), 254 registers, 2 programs a multiprocessor: each converted
+# weight serves 128 tokens (416 SASS a K tile against 2 x 268), and the second partial hides the wgmma latency that 8
+# warps a multiprocessor leave. Sustained: 0.93x-0.99x block_m 64's time on the 9 cases of 257-510 rows a slice tried,
+# 0.98x-1.01x at 208-227 rows, 1.07x at 192 (runs_2026-11-30_s15/, calls 5-6; burst timing had put the bound at 512).
+# Measured and left out (NOTES_sm90.md): block_m 128 without the second partial (one or two warpgroups: latency-bound,
+# 1.14x and slower), two 64-token wgmmas a block, 5 programs a multiprocessor at 96 registers, `split_at` on the small
+# tiles, `pairs` on block_m 64 (162 registers: a program a multiprocessor fewer, slower), two partial sums on the
+# smaller tiles (1-5% on block_m 16; slower wherever their registers cost a program a multiprocessor, block_m 64 among
+# them), an L2 prefetch of a program's words and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every
+# case), rings of 6 or 8 stages, a producer warpgroup for block_m 64 (gl.warp_specialize; 3 programs a multiprocessor:
+# 6% slower).
 CONFIGS = (
-    (16, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
+    (24, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
     (30, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
     (48, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, narrow=2, extra=16)),
-    (511, Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2, extra=16)),
+    (256, Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2, extra=16)),
     (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=4, narrow=2, overlap=True)),
 )
 

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Session 16, call 3 (device, nvidia-h200-x2, repository root, .peers carried): the table with its bounds moved by
+# calls 1-2 and session 15's calls 5-6 (one-warpgroup block_m 32 up to 24 rows a slice, block_m 128 from 257): the
+# gate's save beside it (0017, with the peer), a compare against it right after (the peer left out); on the other GPU
+# the whole suite, both models.
+nvidia-smi --query-gpu=uuid,name --format=csv >"$OUT/gpu.txt"
+GPU0="bash tools/device_agenda.sh baselines
+bash tools/device_agenda.sh compare" GPU1="bash tools/device_agenda.sh suite" DEADLINE_S=570 bash tools/two_gpus.sh
+cp -r /tmp/r "$OUT/r"
