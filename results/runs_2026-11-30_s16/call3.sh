@@ -4,6 +4,8 @@
 # gate's save beside it (0017, with the peer), a compare against it right after (the peer left out); on the other GPU
 # the whole suite, both models.
 nvidia-smi --query-gpu=uuid,name --format=csv >"$OUT/gpu.txt"
+# one compare (the agenda's compare step runs two, past the call's 10 minutes after the save)
+C="PYTHONPATH= python3 -m pytest suites/test_benchmark.py --gpu hopper -q -p no:cacheprovider --benchmark-compare"
 GPU0="bash tools/device_agenda.sh baselines
-bash tools/device_agenda.sh compare" GPU1="bash tools/device_agenda.sh suite" DEADLINE_S=570 bash tools/two_gpus.sh
+$C 2>&1 | tee \$OUT/compare1.log | tail -2" GPU1="bash tools/device_agenda.sh suite" DEADLINE_S=570 bash tools/two_gpus.sh
 cp -r /tmp/r "$OUT/r"
