@@ -5,8 +5,7 @@
 # GPU 1: the whole suite, both models, then compute-sanitizer on the new entry (racecheck, synccheck, memcheck).
 nvidia-smi --query-gpu=uuid,name --format=csv >"$OUT/gpu.txt"
 C="PYTHONPATH= python3 -m pytest suites/test_benchmark.py --gpu hopper -q -p no:cacheprovider --benchmark-compare"
-S=$'racecheck uniform 20480 128\nsynccheck uniform 16384 256\nmemcheck uniform 16384 256'
 GPU0="bash tools/device_agenda.sh baselines
 $C 2>&1 | tee \$OUT/compare1.log | tail -2" GPU1="bash tools/device_agenda.sh suite
-SANITIZE_CASES='$S' bash tools/device_agenda.sh sanitize" DEADLINE_S=545 bash tools/two_gpus.sh
+SANITIZE_CASES=\"\$(printf 'racecheck uniform 20480 128\\nsynccheck uniform 16384 256\\nmemcheck uniform 16384 256')\" bash tools/device_agenda.sh sanitize" DEADLINE_S=545 bash tools/two_gpus.sh
 cp -r /tmp/r "$OUT/r"
