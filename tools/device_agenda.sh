@@ -33,11 +33,12 @@ case "${1:-}" in
     done ;;
   slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2,extra=0,overlap=0 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
-  sanitize)  # SANITIZE_CASES (lines "tool routing batch [n]"), or a case per table entry (zipf-bs128, zipf-bs1024 and
-             # uniform-bs768, uniform-bs1280, zipf-bs2560, uniform-bs16384 and 20480): zipf routing where it narrows
-             # cold slices' last tiles, uniform-bs1280 for block_m 32's widened ones (slices of 33-48 rows). N narrowed
-             # (sanitize_case.py's third argument) where the full N outlasts a call; the narrowed model routes its own
-             # draw (uniform-bs16384 at N = 128: 509 rows a slice, block_m 64; uniform-bs768 at N = 256: 25)
+  sanitize)  # SANITIZE_CASES (lines "tool routing batch [n]"), or a case per table entry (zipf-bs128; uniform-bs896
+             # and uniform-bs768; uniform-bs1280; zipf-bs2560 and uniform-bs2048; uniform-bs16384 and 20480): zipf
+             # routing where it narrows cold slices' last tiles, uniform-bs1280 for block_m 32's widened ones (slices
+             # of 33-48 rows), zipf-bs2560's slice of 330 rows in a widened tile. N narrowed (sanitize_case.py's third
+             # argument) where the full N outlasts a call; the narrowed model routes its own draw (uniform-bs768 at
+             # N = 256: 25 rows a slice; uniform-bs16384 at N = 256: 513, uniform-bs20480 at N = 128: 633)
     while read -r tool routing batch n; do
       echo "== $tool $routing-bs$batch${n:+ N=$n}" | tee -a "$OUT/sanitize.log"
       compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py "$routing" "$batch" $n \
@@ -45,7 +46,7 @@ case "${1:-}" in
       echo "exit status ${PIPESTATUS[0]}" | tee -a "$OUT/sanitize.log"
     done <<<"${SANITIZE_CASES:-$(cat <<'CASES'
 memcheck zipf 128
-memcheck zipf 1024
+memcheck uniform 896
 memcheck uniform 1280
 memcheck zipf 2560
 racecheck zipf 128 256
@@ -53,7 +54,7 @@ racecheck uniform 768 256
 racecheck uniform 1280 256
 racecheck uniform 2048 256
 synccheck zipf 128
-synccheck zipf 1024
+synccheck uniform 896
 synccheck uniform 1280
 synccheck zipf 2560
 memcheck uniform 16384 256
