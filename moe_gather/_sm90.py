@@ -277,7 +277,7 @@ CONFIGS = (
     (30, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
     (48, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, narrow=2, extra=16)),
     (80, Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2, extra=16)),
-    (192, Sm90Config(block_m=64, num_buffers=4, num_warps=8, narrow=2)),
+    (192, Sm90Config(block_m=64, num_buffers=4, num_warps=8, pairs=True, narrow=2)),
     (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=8, narrow=2, overlap=True)),
 )
 

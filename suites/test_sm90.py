@@ -178,7 +178,7 @@ def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_
 # slices are large the fp8 path issues in two thirds of the cycles, the promotion FFMA alone in most of them: an
 # instruction added here is paid in time there, so the budget fails CI before a GPU run would show it. The entries with
 # `pairs` run two K tiles an iteration, each with one bar.sync (the others: two a tile).
-LOOP_SASS_BUDGET = {(32, 4, 0): 384, (32, 8, 0): 390, (32, 4, 16): 203, (64, 4, 16): 270, (64, 8, 0): 266, (128, 8, 0): 398}
+LOOP_SASS_BUDGET = {(32, 4, 0): 384, (32, 8, 0): 390, (32, 4, 16): 203, (64, 4, 16): 270, (64, 8, 0): 518, (128, 8, 0): 398}
 # The loop of a tile with `extra` rows: a second wgmma and its promotion a block, its descriptors, a ring of 3 stages
 # (slot arithmetic modulo 3).
 EXTRA_LOOP_SASS_BUDGET = {(32, 4, 16): 290, (64, 4, 16): 357}
