@@ -250,28 +250,33 @@ class Sm90Config:
 # rows, block_m 32 on one warpgroup whose slices' last tiles take up to 16 rows past 32 (`extra`; without pairs, which
 # it does not combine with): slices of 33-48 rows convert their weights once; sustained against block_m 32 without extra
 # rows: uniform-bs1280 (40) 0.93x, uniform-bs1024 (31) 0.95x, zipf-bs2048 (35) 1.02x; against the block_m 64 entry 0.81x
-# at 31 rows, 0.93x at 40, equal at 35, 1.06x-1.16x from 50 (runs_2026-11-30_s16/, call 1). From 49 to 192 rows, block_m
-# 64 on one warpgroup at 128 registers, 4 programs a multiprocessor (faster than two warpgroups on all 32 cases tried of
-# 49 to 410 rows a slice). ptxas lands it at 128 registers by itself; capped there (`maxnreg=128`) it rematerializes
-# instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases (runs_2026-11-30_s7/, call 8): no cap, and a CPU
-# test holds each entry to the registers of its occupancy (suites/test_sm90.py). Its slices' last tiles take up to 16
-# rows past 64 (`extra`: a slice of 65-80 rows converts its weights once instead of twice): 1.01x-1.13x on 7 cases of
-# 58-284 rows, never slower, outputs bit-identical (runs_2026-11-30_s14/, call 1; uniform-bs2560 109.6 -> 97.1 us). Up
-# to 32 rows past 64 takes 152 registers, 3 programs a multiprocessor: 0.96x the time at 96 rows a slice, 1.03x-1.10x on
-# 5 cases of 78-227 (runs_2026-11-30_s16/, call 1). From 193 rows, block_m 128 with two partial sums (`overlap`: block j
-# + 1's wgmma runs while block j's partial is promoted) on two warpgroups: each converted weight serves 128 tokens (416
-# SASS a K tile against 2 x 268), the second partial hides the wgmma latency, and the two warpgroups' 128 weight rows
-# share each x tile (398 SASS a K tile, 246 registers, one program of 8 warps a multiprocessor). Sustained
-# (runs_2026-11-30_s16/, call 4): 0.96x-0.98x the time of the same tile on one warpgroup (254 registers, 2 programs) on
-# 7 cases of 257-2586 rows a slice, 0.92x block_m 64's at 227 rows, 1.005x at 192; on one warpgroup it was 0.93x-0.99x
-# block_m 64's time at 257-510 rows and 1.07x at 192 (runs_2026-11-30_s15/, calls 5-6; burst timing had put its bound at
-# 512). Measured and left out (NOTES_sm90.md): block_m 128 without the second partial (one or two warpgroups:
-# latency-bound, 1.14x and slower), two 64-token wgmmas a block, 5 programs a multiprocessor at 96 registers, `split_at`
-# on the small tiles, `pairs` on block_m 64 (162 registers: a program a multiprocessor fewer, slower), two partial sums
-# on the smaller tiles (1-5% on block_m 16; slower wherever their registers cost a program a multiprocessor, block_m 64
-# among them), an L2 prefetch of a program's words and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on
-# every case), rings of 6 or 8 stages, a producer warpgroup for block_m 64 (gl.warp_specialize; 3 programs a
-# multiprocessor: 6% slower).
+# at 31 rows, 0.93x at 40, equal at 35, 1.06x-1.16x from 50 (runs_2026-11-30_s16/, call 1). From 49 to 80 rows, block_m
+# 64 on one warpgroup at 128 registers, 4 programs a multiprocessor. ptxas lands it at 128 registers by itself; capped
+# there (`maxnreg=128`) it rematerializes instead, 287 SASS a tile against 270, and ran 0-3% slower on 11 cases
+# (runs_2026-11-30_s7/, call 8): no cap, and a CPU test holds each entry to the registers of its occupancy
+# (suites/test_sm90.py). Its slices' last tiles take up to 16 rows past 64 (`extra`: a slice of 65-80 rows converts its
+# weights once instead of twice): 1.01x-1.13x on 7 cases of 58-284 rows, never slower, outputs bit-identical
+# (runs_2026-11-30_s14/, call 1; uniform-bs2560 109.6 -> 97.1 us). Up to 32 rows past 64 takes 152 registers, 3 programs
+# a multiprocessor: 0.96x the time at 96 rows a slice, 1.03x-1.10x on 5 cases of 78-227 (runs_2026-11-30_s16/, call 1).
+# From 81 to 192 rows, block_m 64 on two warpgroups (each x tile shared by 128 weight rows) with parity rings, 117
+# registers, 2 programs of 8 warps a multiprocessor, 259 SASS a K tile. Sustained (runs_2026-11-30_s17/, calls 2-3 and
+# 5): without pairs, 0.96x-1.01x the one-warpgroup entry's time (0.987x in geometric mean) on 14 cases of 83-192 rows,
+# but 1.05x-1.13x at 58-78 rows on uniform routing, whose slices of 65-80 rows the extra rows serve; the parity rings
+# then 0.981x-0.991x its time on all 16 cases of 81-192 rows. From 193 rows, block_m 128 with two partial sums
+# (`overlap`: block j + 1's wgmma runs while block j's partial is promoted) on two warpgroups: each converted weight
+# serves 128 tokens (416 SASS a K tile against 2 x 268), the second partial hides the wgmma latency, and the two
+# warpgroups' 128 weight rows share each x tile (398 SASS a K tile, 246 registers, one program of 8 warps a
+# multiprocessor). Sustained (runs_2026-11-30_s16/, call 4): 0.96x-0.98x the time of the same tile on one warpgroup (254
+# registers, 2 programs) on 7 cases of 257-2586 rows a slice, 0.92x block_m 64's at 227 rows, 1.005x at 192; on one
+# warpgroup it was 0.93x-0.99x block_m 64's time at 257-510 rows and 1.07x at 192 (runs_2026-11-30_s15/, calls 5-6;
+# burst timing had put its bound at 512). Measured and left out (NOTES_sm90.md): block_m 128 without the second partial
+# (one or two warpgroups: latency-bound, 1.14x and slower), two 64-token wgmmas a block, 5 programs a multiprocessor at
+# 96 registers, `split_at` on the small tiles, `pairs` on block_m 64 on one warpgroup (162 registers: a program a
+# multiprocessor fewer, slower), two partial sums on the smaller tiles (1-5% on block_m 16; slower wherever their
+# registers cost a program a multiprocessor, block_m 64 among them), an L2 prefetch of a program's words and scales
+# ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8 stages (8 on the block_m 128
+# entry: 1.03x-1.05x the time, runs_2026-11-30_s17/, call 2), a producer warpgroup for block_m 64 (gl.warp_specialize; 3
+# programs a multiprocessor: 6% slower).
 CONFIGS = (
     (24, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
     (30, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2)),
