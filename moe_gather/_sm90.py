@@ -200,10 +200,10 @@ class Sm90Config:
     split_at: int = 0
     large_block_m: int = 64
     large_num_buffers: int = 4
-    # Rows past block_m that a slice's last tile takes instead of a tile of their own (0, or a power of two from
-    # 4 * num_warps up to block_m / 2): a second wgmma a block, of `extra` tokens, on the same converted weights, with
-    # a ring one stage shallower (so that its x rows fit the same shared memory). A slice of 65-80 rows at block_m 64
-    # converts its weights once instead of twice.
+    # Rows past block_m that a slice's last tile takes instead of a tile of their own (0, or a power of two from 16
+    # up to block_m / 2): a second wgmma a block, of `extra` tokens, on the same converted weights, with a ring one
+    # stage shallower (so that its x rows fit the same shared memory; with pairs, that tile runs unpaired). A slice
+    # of 65-80 rows at block_m 64 converts its weights once instead of twice.
     extra: int = 0
 
     def __post_init__(self):
@@ -214,12 +214,11 @@ class Sm90Config:
         if self.narrow not in (0, 1, 2):
             raise ValueError(f"Sm90Config: narrow is 0, 1 or 2 halvings of block_m, got {self}")
         if self.extra and (
-            self.extra & (self.extra - 1) or not 4 * self.num_warps <= self.extra <= self.block_m // 2
-            or self.overlap or self.split_at or self.pairs
-        ):  # fmt: skip
+            self.extra & (self.extra - 1) or not 16 <= self.extra <= self.block_m // 2 or self.overlap or self.split_at
+        ):
             raise ValueError(
-                f"Sm90Config: extra is 0 or a power of two from 4 * num_warps to block_m / 2, without overlap, pairs"
-                f" or split_at, got {self}"
+                f"Sm90Config: extra is 0 or a power of two from 16 to block_m / 2, without overlap or split_at,"
+                f" got {self}"
             )
 
     @property
@@ -760,7 +759,7 @@ def _bmm1_sm90_kernel(
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
         _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     elif EXTRA > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + EXTRA:  # the slice's last rows, EXTRA more
-        _tile(call, m0, K, N, BLOCK_M, EXTRA, NUM_BUFFERS - 1, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, m0, K, N, BLOCK_M, EXTRA, NUM_BUFFERS - 1, F16, ZERO_SCALE, False, OVERLAP)  # odd ring: unpaired
     else:
         _tile(call, m0, K, N, BLOCK_M, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
 

@@ -7,8 +7,8 @@ PRINT_ENV = "MOE_GATHER_PRINT_CONFIG"  # "1": print each choice
 
 
 def parse_fields(text: str) -> dict:
-    """ "block_m=64,maxnreg=128" -> {"block_m": 64, "maxnreg": 128}: config fields to override."""
-    return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
+    """ "block_m=64,maxnreg=None" -> {"block_m": 64, "maxnreg": None}: config fields to override."""
+    return {k: None if v == "None" else int(v) for k, v in (item.split("=") for item in text.split(","))}
 
 
 def lookup(table, slice_size: int):

@@ -101,11 +101,11 @@ def test_widest_first_orders_one_schedule():
 
 @pytest.mark.parametrize(
     "fields",
-    [dict(extra=8), dict(extra=48), dict(extra=12), dict(extra=16, overlap=True), dict(extra=16, pairs=True)],
+    [dict(extra=8), dict(extra=48), dict(extra=12), dict(extra=16, overlap=True), dict(extra=16, split_at=32)],
     ids=str,
 )
-def test_extra_rows_are_a_power_of_two_up_to_half_a_tile_on_the_plain_loop(fields):
-    with pytest.raises(ValueError, match="extra is 0 or a power of two from 4 \\* num_warps to block_m / 2"):
+def test_extra_rows_are_a_power_of_two_up_to_half_a_tile_without_overlap(fields):
+    with pytest.raises(ValueError, match="extra is 0 or a power of two from 16 to block_m / 2, without overlap"):
         _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, **fields)
 
 
