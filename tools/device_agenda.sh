@@ -33,13 +33,14 @@ case "${1:-}" in
     done ;;
   slowed) MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2,extra=0,overlap=0 PYTHONPATH= python3 -m pytest $T --gpu hopper -q \
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
-  sanitize)  # SANITIZE_CASES (lines "tool routing batch [n]"), or a case per table entry (zipf-bs128; uniform-bs896
-             # and uniform-bs768; uniform-bs1280; zipf-bs2560 and uniform-bs2048; uniform-bs3584; uniform-bs16384
-             # and 20480): zipf routing where it narrows cold slices' last tiles, uniform-bs1280 for block_m 32's
-             # widened ones (slices of 33-48 rows), zipf-bs2560's slice of 330 rows in a widened tile. N narrowed
-             # (sanitize_case.py's third argument) where the full N outlasts a call; the narrowed model routes its own
-             # draw (uniform-bs768 at N = 256: 25 rows a slice, uniform-bs3584 at N = 256: 113, uniform-bs16384 at
-             # N = 256: 513, uniform-bs20480 at N = 128: 633)
+  sanitize)  # SANITIZE_CASES (lines "tool routing batch [n]"), or cases for each table entry: zipf-bs128 (up to 24
+             # rows a slice; zipf routing narrows cold slices' last tiles); uniform-bs896, uniform-bs1280 and
+             # uniform-bs768 at N = 256 (25-48 rows: slices of 33-48 take extra rows); uniform-bs2560 (78 rows: slices
+             # of 65-80 take extra rows), zipf-bs2560 (its slice of 330 rows ends in a narrowed tile) and
+             # uniform-bs3584 (49-192); uniform-bs16384 and 20480 (from 193). N narrowed (sanitize_case.py's third
+             # argument) where the full N outlasts a call; the narrowed model routes its own draw (uniform-bs768 at
+             # N = 256: 25 rows a slice, uniform-bs3584 at N = 256: 113, uniform-bs16384 at N = 256: 513,
+             # uniform-bs20480 at N = 128: 633)
     while read -r tool routing batch n; do
       echo "== $tool $routing-bs$batch${n:+ N=$n}" | tee -a "$OUT/sanitize.log"
       compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py "$routing" "$batch" $n \
@@ -49,18 +50,17 @@ case "${1:-}" in
 memcheck zipf 128
 memcheck uniform 896
 memcheck uniform 1280
+memcheck uniform 2560
 memcheck zipf 2560
-memcheck uniform 3584
 racecheck zipf 128 256
 racecheck uniform 768 256
 racecheck uniform 1280 256
-racecheck uniform 2048 256
+racecheck uniform 2560 256
 racecheck uniform 3584 256
 synccheck zipf 128
-synccheck uniform 896
 synccheck uniform 1280
+synccheck uniform 2560
 synccheck zipf 2560
-synccheck uniform 3584
 memcheck uniform 16384 256
 racecheck uniform 20480 128
 synccheck uniform 16384 256
