@@ -114,6 +114,16 @@ def test_narrow_is_zero_one_or_two_halvings():
         _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=3)
 
 
+def test_forced_fields_override_every_table_choice(monkeypatch):
+    """MOE_GATHER_SM90_FORCE (tests, sweeps, sanitize runs): the named fields replace every entry's, None included."""
+    from moe_gather._table import choose
+
+    monkeypatch.setenv(_sm90.FORCE_ENV, "block_m=64,num_warps=8,maxnreg=None,widest_first=0,overlap=0,extra=16")
+    for limit, entry in _sm90.CONFIGS:
+        forced = choose(_sm90.CONFIGS, min(limit, 1 << 20), _sm90.FORCE_ENV, "sm90")
+        assert forced == replace(entry, block_m=64, num_warps=8, maxnreg=None, widest_first=0, overlap=0, extra=16)
+
+
 @pytest.mark.parametrize(("block_m", "narrow", "launched"), [(64, 2, 2), (32, 2, 2), (16, 2, 1), (16, 1, 1), (8, 2, 0)])
 def test_a_launch_narrows_down_to_8_tokens(recorded_launches, block_m, narrow, launched):
     """wgmma's N is 8 at least: a tile narrows at most to 8 tokens, whatever the config asks (a forced block_m on a
