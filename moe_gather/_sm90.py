@@ -183,7 +183,8 @@ class Sm90Config:
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
     # Even and odd K tiles in two sets of buffers, the loop unrolled by two: one bar.sync a tile instead of two (the
     # kernel's PAIRS). Unrolled, ptxas keeps more of two tiles live: the block_m 32 entries need an 80-register cap
-    # for it (98 uncapped), block_m 64 would lose a program a multiprocessor.
+    # for it (98 uncapped); block_m 64 on one warpgroup would lose a program a multiprocessor (162 registers), on two
+    # it keeps its 2 (124 with extra rows).
     pairs: bool = False
     # A slice's last tile at block_m / 2 (narrow 1) or block_m / 4 (2) tokens when its rows fit: one launch, the
     # wgmma, promotion and x copies of the width the rows need (the kernel holds a K loop for each width). At most:
