@@ -206,10 +206,6 @@ class Sm90Config:
     # stage shallower (so that its x rows fit the same shared memory; with pairs, that tile runs unpaired). A slice
     # of 65-80 rows at block_m 64 converts its weights once instead of twice.
     extra: int = 0
-    # Rows past block_m / 2 that a slice's last tile, narrowed to half, may take (0, or a power of two from 16 to
-    # block_m / 4): at block_m 128, a slice with 65-96 rows left runs 64 + 32 tokens (the `extra` path, one partial
-    # sum a warpgroup) instead of the full 128. Needs narrow.
-    half_extra: int = 0
 
     def __post_init__(self):
         if self.pairs and (self.num_buffers % 2 or self.split_at):
@@ -223,12 +219,6 @@ class Sm90Config:
         ):
             raise ValueError(
                 f"Sm90Config: extra is 0 or a power of two from 16 to block_m / 2, without overlap or split_at,"
-                f" got {self}"
-            )
-        he = self.half_extra
-        if he and (he & (he - 1) or not 16 <= he <= self.block_m // 4 or not self.narrow or self.split_at):
-            raise ValueError(
-                f"Sm90Config: half_extra is 0 or a power of two from 16 to block_m / 4, with narrow, without split_at,"
                 f" got {self}"
             )
 
@@ -310,7 +300,7 @@ def f16_config(config: Sm90Config) -> Sm90Config:
     tile needs 142 registers; capped at 128 it spills)."""
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
-    return replace(config, maxnreg=None, extra=0, half_extra=0)
+    return replace(config, maxnreg=None, extra=0)
 
 
 # The fp16 path's words: 8 e2m1 codes -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
@@ -747,7 +737,6 @@ def _bmm1_sm90_kernel(
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two
     NARROW: gl.constexpr = 0,  # Sm90Config.narrow: a slice's last tile at a half or a quarter of the width
     OVERLAP: gl.constexpr = False,  # Sm90Config.overlap: two partial sums, a block's promotion beside the next wgmma
-    HALF_EXTRA: gl.constexpr = 0,  # Sm90Config.half_extra: rows past BLOCK_M / 2 a slice's narrowed last tile takes
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
@@ -770,8 +759,6 @@ def _bmm1_sm90_kernel(
         _tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
         _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
-    elif HALF_EXTRA > 0 and rows_left <= BLOCK_M // 2 + HALF_EXTRA:  # half a tile and HALF_EXTRA rows
-        _tile(call, m0, K, N, BLOCK_M // 2, HALF_EXTRA, NUM_BUFFERS, F16, ZERO_SCALE, False, False)
     elif EXTRA > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + EXTRA:  # the slice's last rows, EXTRA more
         _tile(call, m0, K, N, BLOCK_M, EXTRA, NUM_BUFFERS - 1, F16, ZERO_SCALE, False, OVERLAP)  # odd ring: unpaired
     else:
@@ -789,8 +776,7 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
     block_m, num_buffers = config.tiles[tile]
     return {"K": k, "N": n, "BLOCK_M": block_m, "NUM_BUFFERS": num_buffers, "EXTRA": config.extra,
             "F16": f16, "ZERO_SCALE": zero_scale, "PAIRS": bool(config.pairs),
-            "NARROW": _narrowing(config.narrow, block_m), "OVERLAP": bool(config.overlap),
-            "HALF_EXTRA": config.half_extra}  # fmt: skip
+            "NARROW": _narrowing(config.narrow, block_m), "OVERLAP": bool(config.overlap)}  # fmt: skip
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):

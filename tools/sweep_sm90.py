@@ -1,6 +1,7 @@
 """Sweep sm90 kernel configs on a few cases: bitwise agreement with the golden reference and time, per config.
 
-    python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--json out.json] [--split] [--block-m 64,128]
+    python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--model gpt-oss-20b] [--json out.json] [--split]
+        [--block-m 64,128]
     python3 tools/sweep_sm90.py --configs "block_m=32;block_m=64,maxnreg=128" --cases uniform-bs2560
 
 Each config is forced through moe_bmm1(config=...) and timed sustained (moe_gather.benchmarking.sustained_seconds);
@@ -46,12 +47,13 @@ def split_variants():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", default=DEFAULT_CASES)
+    parser.add_argument("--model", choices=tuple(MODELS), default="gpt-oss-120b")
     parser.add_argument("--json", default=None)
     parser.add_argument("--split", action="store_true", help="the table's choice against the split_at variants")
     parser.add_argument("--block-m", default="8,16,32,64,128", help="token-tile sizes to sweep (without --split)")
     parser.add_argument("--configs", default=None, help="';'-separated: fields over m32, 4 stages, 4 warps")
     args = parser.parse_args()
-    model = MODELS["gpt-oss-120b"]
+    model = MODELS[args.model]
     params = make_expert_params(model, "cuda")
     weights = bmm1.prepare_weights(params.weights)
     block_ms = tuple(int(m) for m in args.block_m.split(","))
