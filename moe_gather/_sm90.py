@@ -233,55 +233,61 @@ class Sm90Config:
         return (small, (self.large_block_m, self.large_num_buffers)) if self.split_at else (small,)
 
 
-# rows per local slice of the call (select_config) up to which a config is chosen -> config; first match wins. From
-# the sweeps on the H200 (results/runs_2026-11-30_s7/, _s8/, _s9/; the history in results/NOTES_sm90.md): a tile's
-# cost is its weight conversion plus its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest
-# tile that holds a typical slice wins until the wgmma's latency dominates. Every entry narrows a slice's last tile to
-# the rows it holds (`narrow`: 1.01x-1.17x over the same tile without, on every case tried), which is what lets a
-# larger tile win sooner. Up to 48 rows, block_m 32 with its rings split by K-tile parity (`pairs`, one bar.sync a
-# tile) under an 80-register cap (uncapped, pairs takes 96-98: a program a multiprocessor fewer): on one warpgroup up
-# to 24 rows (64 weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up
-# to 16 rows, 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), its grid
-# ordered widest tile first (`widest_first`: the slices' narrowed last tiles in the last wave; 0.96x the time in
-# geometric mean over the 23 cases of up to 16 rows, runs_2026-11-30_s10/, call 3). Sustained (runs_2026-11-30_s16/,
-# calls 1-2) it takes 0.96x-0.99x the two-warpgroup entry's time on 11 of 12 cases of 12-24 rows a slice (zipf-bs5120,
-# 22 rows: 1.01x), and widest first 0.94x-1.00x its time without from 17 to 24 rows. From 25 to 48 rows, block_m 32 on
-# two warpgroups (128 weight rows share each x tile) with pairs, whose slices' last tiles take up to 16 rows past 32
-# (`extra`, that tile unpaired): slices of 33-48 rows convert their weights once. Sustained against the two entries it
-# replaced (runs_2026-11-30_s18/, call 2): 1.001x block_m 32 on two warpgroups with pairs at 30 rows (uniform-bs896),
-# against block_m 32 on one warpgroup with extra rows 0.998x at 31 rows (uniform-bs1024), 1.005x at 35 (zipf-bs2048),
-# 0.983x at 40 (uniform-bs1280): one entry for two at equal speed. Earlier: two warpgroups from 25 to 30 rows 0.96x
-# the one-warpgroup entry (uniform-bs896); block_m 32 with extra rows against it without, uniform-bs1280 (40) 0.93x,
+# rows per local slice of the call (select_config) up to which a config is chosen -> config; first match wins. From the
+# sweeps on the H200 (results/runs_2026-11-30_s7/, _s8/, _s9/; the history in results/NOTES_sm90.md): a tile's cost is
+# its weight conversion plus its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that
+# holds a typical slice wins until the wgmma's latency dominates. Every entry narrows a slice's last tile to the rows it
+# holds (`narrow`: 1.01x-1.17x over the same tile without, on every case tried), which is what lets a larger tile win
+# sooner. Up to 40 rows, block_m 32 with its rings split by K-tile parity (`pairs`, one bar.sync a tile) under an
+# 80-register cap (uncapped, pairs takes 96-98: a program a multiprocessor fewer): on one warpgroup up to 24 rows (64
+# weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up to 16 rows,
+# 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), its grid ordered widest
+# tile first (`widest_first`: the slices' narrowed last tiles in the last wave; 0.96x the time in geometric mean over
+# the 23 cases of up to 16 rows, runs_2026-11-30_s10/, call 3). Sustained (runs_2026-11-30_s16/, calls 1-2) it takes
+# 0.96x-0.99x the two-warpgroup entry's time on 11 of 12 cases of 12-24 rows a slice (zipf-bs5120, 22 rows: 1.01x), and
+# widest first 0.94x-1.00x its time without from 17 to 24 rows. From 25 to 40 rows, block_m 32 on two warpgroups (128
+# weight rows share each x tile) with pairs, whose slices' last tiles take up to 16 rows past 32 (`extra`, that tile
+# unpaired): slices of 33-48 rows convert their weights once. Sustained against the two entries it replaced
+# (runs_2026-11-30_s18/, call 2): 1.001x block_m 32 on two warpgroups with pairs at 30 rows (uniform-bs896), against
+# block_m 32 on one warpgroup with extra rows 0.998x at 31 rows (uniform-bs1024), 1.005x at 35 (zipf-bs2048), 0.983x at
+# 40 (uniform-bs1280): one entry for two at equal speed. Earlier: two warpgroups from 25 to 30 rows 0.96x the
+# one-warpgroup entry (uniform-bs896); block_m 32 with extra rows against it without, uniform-bs1280 (40) 0.93x,
 # uniform-bs1024 (31) 0.95x, zipf-bs2048 (35) 1.02x; against the block_m 64 entry 0.81x at 31 rows, 0.93x at 40, equal
-# at 35, 1.06x-1.16x from 50 (runs_2026-11-30_s16/, call 1). From 49 to 192 rows, block_m 64 on two warpgroups (each x
-# tile shared by 128 weight rows) with parity rings, 2 programs of 8 warps a multiprocessor, 259 SASS a K tile, no
-# register cap (a CPU test holds each entry to the registers of its occupancy, suites/test_sm90.py), and a slice's
-# last tile taking up to 16 rows past 64 (`extra`: a slice of 65-80 rows converts its weights once instead of twice;
-# that tile runs unpaired, 349 SASS a K tile): 124 registers. History, all sustained: on one warpgroup (128 registers,
-# 4 programs) the extra rows were worth 1.01x-1.13x on 7 cases of 58-284 rows (runs_2026-11-30_s14/, call 1), up to 32
-# of them cost a program (0.96x-1.10x, runs_2026-11-30_s16/, call 1). Two warpgroups without pairs or extra rows ran
-# 0.96x-1.01x the one-warpgroup entry's time on 14 cases of 83-192 rows, but 1.05x-1.13x at 58-78 rows on uniform
-# routing, whose slices of 65-80 rows the extra rows serve; the parity rings then 0.981x-0.991x on all 16 cases of
-# 81-192 rows (runs_2026-11-30_s17/, calls 2-3 and 5). With extra rows as well (runs_2026-11-30_s18/, call 1):
-# 0.928x-0.974x the one-warpgroup entry with extra rows on all 6 cases of 49-80 rows, 0.979x-1.010x the entry without
-# them on the 16 of 81-192 (13 faster; 0.994x in geometric mean). From 193 rows, block_m 128 with two partial sums
-# (`overlap`: block j + 1's wgmma runs while block j's partial is promoted) on two warpgroups: each converted weight
-# serves 128 tokens (416 SASS a K tile against 2 x 268), the second partial hides the wgmma latency, and the two
-# warpgroups' 128 weight rows share each x tile (398 SASS a K tile, 246 registers, one program of 8 warps a
-# multiprocessor). Sustained (runs_2026-11-30_s16/, call 4): 0.96x-0.98x the time of the same tile on one warpgroup
-# (254 registers, 2 programs) on 7 cases of 257-2586 rows a slice, 0.92x block_m 64's at 227 rows, 1.005x at 192; on
-# one warpgroup it was 0.93x-0.99x block_m 64's time at 257-510 rows and 1.07x at 192 (runs_2026-11-30_s15/, calls
-# 5-6; burst timing had put its bound at 512). Measured and left out (NOTES_sm90.md): block_m 128 without the second
-# partial (one or two warpgroups: latency-bound, 1.14x and slower), two 64-token wgmmas a block, 5 programs a
-# multiprocessor at 96 registers, `split_at` on the small tiles, `pairs` on block_m 64 on one warpgroup (162
-# registers: a program a multiprocessor fewer, slower), two partial sums on the smaller tiles (1-5% on block_m 16;
-# slower wherever their registers cost a program a multiprocessor, block_m 64 among them), an L2 prefetch of a
-# program's words and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8
+# at 35, 1.06x-1.16x from 50 (runs_2026-11-30_s16/, call 1). The bound at 40, not 48 (runs_2026-11-30_s19/, call 4): at
+# 48 rows (gpt-oss-20b's bs384, where slices of 49-58 rows run two 32-token tiles) the block_m 64 entry takes 0.887x the
+# time on uniform routing, 0.932x on zipf; at 40 rows 1.045x (gpt-oss-20b) and 1.004x (gpt-oss-120b) on uniform, 0.968x
+# on zipf; at 31-32 rows 1.06x on uniform, 0.97x on zipf (the key cannot tell the routings apart). No gpt-oss-120b case
+# has 41-48 rows a slice. From 41 to 192 rows, block_m 64 on two warpgroups (each x tile shared by 128 weight rows) with
+# parity rings, 2 programs of 8 warps a multiprocessor, 259 SASS a K tile, no register cap (a CPU test holds each entry
+# to the registers of its occupancy, suites/test_sm90.py), and a slice's last tile taking up to 16 rows past 64
+# (`extra`: a slice of 65-80 rows converts its weights once instead of twice; that tile runs unpaired, 349 SASS a K
+# tile): 124 registers. History, all sustained: on one warpgroup (128 registers, 4 programs) the extra rows were worth
+# 1.01x-1.13x on 7 cases of 58-284 rows (runs_2026-11-30_s14/, call 1), up to 32 of them cost a program (0.96x-1.10x,
+# runs_2026-11-30_s16/, call 1). Two warpgroups without pairs or extra rows ran 0.96x-1.01x the one-warpgroup entry's
+# time on 14 cases of 83-192 rows, but 1.05x-1.13x at 58-78 rows on uniform routing, whose slices of 65-80 rows the
+# extra rows serve; the parity rings then 0.981x-0.991x on all 16 cases of 81-192 rows (runs_2026-11-30_s17/, calls 2-3
+# and 5). With extra rows as well (runs_2026-11-30_s18/, call 1): 0.928x-0.974x the one-warpgroup entry with extra rows
+# on all 6 cases of 49-80 rows, 0.979x-1.010x the entry without them on the 16 of 81-192 (13 faster; 0.994x in geometric
+# mean). From 193 rows, block_m 128 with two partial sums (`overlap`: block j + 1's wgmma runs while block j's partial
+# is promoted) on two warpgroups: each converted weight serves 128 tokens (416 SASS a K tile against 2 x 268), the
+# second partial hides the wgmma latency, and the two warpgroups' 128 weight rows share each x tile (398 SASS a K tile,
+# 246 registers, one program of 8 warps a multiprocessor). Sustained (runs_2026-11-30_s16/, call 4): 0.96x-0.98x the
+# time of the same tile on one warpgroup (254 registers, 2 programs) on 7 cases of 257-2586 rows a slice, 0.92x block_m
+# 64's at 227 rows, 1.005x at 192; on one warpgroup it was 0.93x-0.99x block_m 64's time at 257-510 rows and 1.07x at
+# 192 (runs_2026-11-30_s15/, calls 5-6; burst timing had put its bound at 512). On gpt-oss-20b (runs_2026-11-30_s19/,
+# call 4) it takes 1.03x-1.06x block_m 64's time at 160-192 rows a slice, 0.97x at 224: the bound holds there too. A
+# slice's last tile of 65-96 rows as 64 + 32 tokens on the extra-rows path (one partial sum) instead of 128: 0.977x at
+# uniform-bs7168, 0.995x-1.003x on 5 other cases of 208-700 rows (call 3). Measured and left out (NOTES_sm90.md):
+# block_m 128 without the second partial (one or two warpgroups: latency-bound, 1.14x and slower), two 64-token wgmmas a
+# block, 5 programs a multiprocessor at 96 registers, `split_at` on the small tiles, `pairs` on block_m 64 on one
+# warpgroup (162 registers: a program a multiprocessor fewer, slower), two partial sums on the smaller tiles (1-5% on
+# block_m 16; slower wherever their registers cost a program a multiprocessor, block_m 64 among them), an L2 prefetch of
+# a program's words and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8
 # stages (8 on the block_m 128 entry: 1.03x-1.05x the time, runs_2026-11-30_s17/, call 2), a producer warpgroup for
 # block_m 64 (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
 CONFIGS = (
     (24, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
-    (48, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2, extra=16)),
+    (40, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2, extra=16)),
     (192, Sm90Config(block_m=64, num_buffers=4, num_warps=8, pairs=True, narrow=2, extra=16)),
     (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=8, narrow=2, overlap=True)),
 )
