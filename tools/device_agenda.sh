@@ -35,9 +35,9 @@ case "${1:-}" in
             -p no:cacheprovider --benchmark-compare 2>&1 | tee "$OUT/slowed.log" | tail -12 ;;
   sanitize)  # SANITIZE_CASES (lines "tool routing batch [n]"), or cases for each table entry: zipf-bs128 (up to 24
              # rows a slice; zipf routing narrows cold slices' last tiles); uniform-bs896, uniform-bs1280 and
-             # uniform-bs768 at N = 256 (25-48 rows: slices of 33-48 take extra rows); uniform-bs2560 (78 rows: slices
+             # uniform-bs768 at N = 256 (25-40 rows: slices of 33-48 take extra rows); uniform-bs2560 (78 rows: slices
              # of 65-80 take extra rows), zipf-bs2560 (its slice of 330 rows ends in a narrowed tile) and
-             # uniform-bs3584 (49-192); uniform-bs16384 and 20480 (from 193). N narrowed (sanitize_case.py's third
+             # uniform-bs3584 (41-192); uniform-bs16384 and 20480 (from 193). N narrowed (sanitize_case.py's third
              # argument) where the full N outlasts a call; the narrowed model routes its own draw (uniform-bs768 at
              # N = 256: 25 rows a slice, uniform-bs3584 at N = 256: 113, uniform-bs16384 at N = 256: 513,
              # uniform-bs20480 at N = 128: 633)
