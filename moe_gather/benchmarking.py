@@ -1,8 +1,9 @@
 """The throughput regression gate: stored pytest-benchmark baselines per GPU model, and the verdict per case.
 
 Baselines are pytest-benchmark's own JSON under baselines/<device-slug>/ (`nvidia-h200`, `nvidia-b200`, `cpu`), each
-file recording the device it was measured on in machine_info["moe_gather"]["device"]. The newest file of the folder
-for the device under test is the baseline; one from another device is an error, never a warning.
+file recording the device it was measured on in machine_info["moe_gather"]["device"]. In the folder of the device
+under test each case's baseline is the newest file that holds it (a save of one model's cases leaves the other's
+standing); a file from another device is an error, never a warning.
 
 A case regresses when its median time grows past a noise-aware threshold: by default 5% for cases of 100 us or more
 and 10% below (short kernels jitter more), or the baseline's own interquartile range relative to its median where
@@ -23,7 +24,7 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -106,31 +107,49 @@ class BaselineError(Exception):
 
 @dataclass(frozen=True)
 class Baseline:
-    path: Path
+    path: Path  # the newest file
     device: str
     medians: dict[str, float]  # benchmark name (test id) -> median seconds
     spreads: dict[str, float]  # benchmark name -> interquartile range / median of the baseline's rounds
     gpu_uuid: str | None = None  # the physical GPU it was measured on (None: not recorded, or the CPU)
+    # Cases the newest file does not hold, from the newest older file that does: name -> (file, its GPU UUID)
+    older: dict[str, tuple[Path, str | None]] = field(default_factory=dict)
+
+    def gpu_of(self, name: str) -> str | None:
+        """The UUID of the GPU that measured `name`'s baseline."""
+        return self.older.get(name, (self.path, self.gpu_uuid))[1]
 
 
-def load_baseline(folder: Path, device_name: str | None) -> Baseline:
-    """The newest baseline JSON of `folder` (pytest-benchmark numbers its saves; a machine-id subfolder is searched
-    too), checked to come from `device_name`."""
-    device = device_name or "cpu"
-    files = sorted(folder.glob("*.json")) + sorted(folder.glob("*/*.json"))
-    if not files:
-        raise BaselineError(f"no baseline for {device} in {folder}: save one (README, 'Baselines')")
-    path = max(files, key=lambda p: p.name)
+def _read_baseline(path: Path) -> tuple[str, dict[str, float], dict[str, float], str | None]:
+    """(device, medians, spreads, GPU UUID) of one saved benchmark file."""
     try:
         data = json.loads(path.read_text())
         recorded = data["machine_info"]["moe_gather"]["device"]
         medians = {b["name"]: float(b["stats"]["median"]) for b in data["benchmarks"]}
         spreads = {b["name"]: float(b["stats"]["iqr"]) / float(b["stats"]["median"]) for b in data["benchmarks"]}
+        return recorded, medians, spreads, data["machine_info"]["moe_gather"].get("gpu_uuid")
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
         raise BaselineError(f"baseline {path} is corrupted or not a moe-gather benchmark file: {e!r}") from None
-    if recorded != device:
-        raise BaselineError(f"baseline {path} was measured on {recorded}, this run is on {device}")
-    return Baseline(path, recorded, medians, spreads, data["machine_info"]["moe_gather"].get("gpu_uuid"))
+
+
+def load_baseline(folder: Path, device_name: str | None) -> Baseline:
+    """The baselines of `folder` (pytest-benchmark numbers its saves; a machine-id subfolder is searched too), each
+    checked to come from `device_name`: every case from the newest file that holds it, so that a save of some cases
+    (one model, one routing) leaves the others' baselines standing."""
+    device = device_name or "cpu"
+    files = sorted(list(folder.glob("*.json")) + list(folder.glob("*/*.json")), key=lambda p: p.name)
+    if not files:
+        raise BaselineError(f"no baseline for {device} in {folder}: save one (README, 'Baselines')")
+    medians, spreads, sources = {}, {}, {}
+    for path in files:  # oldest first: a newer file's cases replace an older one's
+        recorded, file_medians, file_spreads, gpu = _read_baseline(path)
+        if recorded != device:
+            raise BaselineError(f"baseline {path} was measured on {recorded}, this run is on {device}")
+        medians |= file_medians
+        spreads |= file_spreads
+        sources |= dict.fromkeys(file_medians, (path, gpu))
+    older = {name: source for name, source in sources.items() if source[0] != path}
+    return Baseline(path, device, medians, spreads, gpu, older)  # the last file read: the newest
 
 
 @dataclass(frozen=True)
@@ -193,9 +212,9 @@ def judge(
     suspected regression is measured again (`remeasure()` returns seconds) and the better of the two counts. A case
     absent from the baseline raises BaselineError."""
     if name not in baseline.medians:
-        raise BaselineError(f"no baseline for {name} in {baseline.path}")
+        raise BaselineError(f"no baseline for {name} in {baseline.path} or any older file beside it")
     reference = baseline.medians[name]
-    other_gpu = gpu is not None and gpu != baseline.gpu_uuid
+    other_gpu = gpu is not None and gpu != baseline.gpu_of(name)
     allowed = max(thresholds.allowed(reference), baseline.spreads[name]) + (OTHER_GPU_PCT / 100 if other_gpu else 0)
     verdict = Verdict(name, reference, measured, allowed, other_gpu)
     if verdict.regressed and remeasure is not None:

@@ -18,9 +18,10 @@ Tests ask for the `case` fixture to be parametrized over every selected (model, 
 (expert weights are built once per model and session). `gpu` gives the resolved GpuTarget.
 
 Throughput gate (pytest-benchmark)
-    --benchmark-compare                 compare with the stored baseline of the GPU under test (baselines/<gpu>/, the
-                                        newest file): a case with no baseline fails, a baseline from another device is
-                                        a usage error, a case slower than its threshold is measured again, then fails.
+    --benchmark-compare                 compare with the stored baseline of the GPU under test (baselines/<gpu>/, each
+                                        case from the newest file that holds it): a case with no baseline fails, a
+                                        baseline from another device is a usage error, a case slower than its
+                                        threshold is measured again, then fails.
     --regression-threshold 5,10,100     allowed slowdown: 5% for cases of at least 100 us, 10% below (default); 5
                                         points more against a baseline saved on another GPU of the model (its UUID).
     --baselines-dir DIR                 where the per-GPU baseline folders are (default: <rootdir>/baselines).

@@ -97,7 +97,7 @@ def test_case_without_baseline_fails(pytester):
     _baseline(pytester, {"test_other": 0.001})
     result = _run(pytester, "--benchmark-compare")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*no baseline for test_synthetic in *0001_base.json*"])
+    result.stdout.fnmatch_lines(["*no baseline for test_synthetic in *0001_base.json or any older file beside it*"])
 
 
 def test_baseline_from_another_device_is_a_usage_error(pytester):
@@ -132,6 +132,26 @@ def test_newest_baseline_is_used(pytester):
     _baseline(pytester, {"test_synthetic": 0.001, "test_other": 0.001}, name="0001_old.json")
     _baseline(pytester, {"test_synthetic": 0.004, "test_other": 0.001}, name="0002_new.json")
     _run(pytester, "--benchmark-compare").assert_outcomes(passed=2)
+
+
+def test_a_case_the_newest_baseline_lacks_is_judged_against_an_older_one(pytester):
+    """A save of some cases (one model) leaves the others' baselines standing: each case from the newest file that
+    holds it."""
+    _baseline(pytester, {"test_synthetic": 0.001, "test_other": 0.004}, name="0001_old.json")  # test_synthetic: 2x
+    _baseline(pytester, {"test_other": 0.004}, name="0002_one_model.json")
+    result = _run(pytester, "--benchmark-compare")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_synthetic: * us against 1000.0 us baseline, time +*(REGRESSED*"])
+
+
+def test_each_case_is_judged_against_the_gpu_of_its_own_baseline_file():
+    baseline = Baseline(
+        Path("new.json"), "NVIDIA H200", {"new": 200e-6, "old": 200e-6}, {"new": 0.0, "old": 0.0}, "GPU-a",
+        older={"old": (Path("old.json"), "GPU-b")},
+    )  # fmt: skip
+    thresholds = Thresholds.parse("5,10,100")
+    verdicts = {name: judge(name, 200e-6, baseline, thresholds, gpu="GPU-b") for name in baseline.medians}
+    assert verdicts["new"].other_gpu and not verdicts["old"].other_gpu
 
 
 def test_save_writes_a_baseline_that_names_the_device(pytester):
