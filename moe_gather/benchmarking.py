@@ -112,12 +112,12 @@ class Baseline:
     medians: dict[str, float]  # benchmark name (test id) -> median seconds
     spreads: dict[str, float]  # benchmark name -> interquartile range / median of the baseline's rounds
     gpu_uuid: str | None = None  # the physical GPU it was measured on (None: not recorded, or the CPU)
-    # Cases the newest file does not hold, from the newest older file that does: name -> (file, its GPU UUID)
-    older: dict[str, tuple[Path, str | None]] = field(default_factory=dict)
+    # Cases the newest file does not hold, each from the newest older file that does: name -> that file's GPU UUID
+    older: dict[str, str | None] = field(default_factory=dict)
 
     def gpu_of(self, name: str) -> str | None:
         """The UUID of the GPU that measured `name`'s baseline."""
-        return self.older.get(name, (self.path, self.gpu_uuid))[1]
+        return self.older.get(name, self.gpu_uuid)
 
 
 def _read_baseline(path: Path) -> tuple[str, dict[str, float], dict[str, float], str | None]:
@@ -140,16 +140,16 @@ def load_baseline(folder: Path, device_name: str | None) -> Baseline:
     files = sorted(list(folder.glob("*.json")) + list(folder.glob("*/*.json")), key=lambda p: p.name)
     if not files:
         raise BaselineError(f"no baseline for {device} in {folder}: save one (README, 'Baselines')")
-    medians, spreads, sources = {}, {}, {}
+    medians, spreads, gpus = {}, {}, {}
     for path in files:  # oldest first: a newer file's cases replace an older one's
         recorded, file_medians, file_spreads, gpu = _read_baseline(path)
         if recorded != device:
             raise BaselineError(f"baseline {path} was measured on {recorded}, this run is on {device}")
         medians |= file_medians
         spreads |= file_spreads
-        sources |= dict.fromkeys(file_medians, (path, gpu))
-    older = {name: source for name, source in sources.items() if source[0] != path}
-    return Baseline(path, device, medians, spreads, gpu, older)  # the last file read: the newest
+        gpus |= dict.fromkeys(file_medians, gpu)
+    older = {name: gpus[name] for name in medians.keys() - file_medians.keys()}  # file_medians: the newest file's
+    return Baseline(path, device, medians, spreads, gpu, older)
 
 
 @dataclass(frozen=True)

@@ -147,7 +147,7 @@ def test_a_case_the_newest_baseline_lacks_is_judged_against_an_older_one(pyteste
 def test_each_case_is_judged_against_the_gpu_of_its_own_baseline_file():
     baseline = Baseline(
         Path("new.json"), "NVIDIA H200", {"new": 200e-6, "old": 200e-6}, {"new": 0.0, "old": 0.0}, "GPU-a",
-        older={"old": (Path("old.json"), "GPU-b")},
+        older={"old": "GPU-b"},
     )  # fmt: skip
     thresholds = Thresholds.parse("5,10,100")
     verdicts = {name: judge(name, 200e-6, baseline, thresholds, gpu="GPU-b") for name in baseline.medians}
