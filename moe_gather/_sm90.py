@@ -479,34 +479,22 @@ def _stage(ring, i):
 
 
 @gluon.jit
-def _issue_x(tile, stage, x_ptrs, offs_xk, xe_ptrs, K: gl.constexpr, EXTRA: gl.constexpr):
-    """cp.async of K tile `tile`'s gathered x rows into `stage`, zero-filled from K on (the words and scales hold
-    zeros there)."""
-    k0 = tile * _TILE_K
-    cp.async_copy_global_to_shared(stage[0], x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
-    if EXTRA:
-        cp.async_copy_global_to_shared(stage[3], xe_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
-
-
-@gluon.jit
-def _issue_weights(tile, stage, w_ptrs, offs_wc, s_ptrs, offs_s, N: gl.constexpr, K_TILES: gl.constexpr):
-    """cp.async of K tile `tile`'s packed words and scales into `stage`; nothing from tile K_TILES on."""
-    w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
-    in_w = (offs_wc >= 0) & (tile < K_TILES)
-    cp.async_copy_global_to_shared(stage[1], w_ptrs + tile * w_tile, mask=in_w[None, :])
-    cp.async_copy_global_to_shared(stage[2], s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
-
-
-@gluon.jit
 def _issue_loads(
     tile, stage, x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs, K: gl.constexpr, N: gl.constexpr,
     K_TILES: gl.constexpr, EXTRA: gl.constexpr,
 ):  # fmt: skip
-    """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`, one commit group; nothing from tile
-    K_TILES on. The loop passes the end of the whole tiles as K and K_TILES, so that its copies past them (the tile
-    that K ends inside was step 0's) move nothing."""
-    _issue_x(tile, stage, x_ptrs, offs_xk, xe_ptrs, K, EXTRA)
-    _issue_weights(tile, stage, w_ptrs, offs_wc, s_ptrs, offs_s, N, K_TILES)
+    """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`; x zero-filled from K on (the words and
+    scales hold zeros there), nothing from tile K_TILES on. The loop passes the end of the whole tiles as K and
+    K_TILES, so that its copies past them (the tile that K ends inside was step 0's) move nothing."""
+    x_dst, w_dst, s_dst, xe_dst = stage
+    k0 = tile * _TILE_K
+    cp.async_copy_global_to_shared(x_dst, x_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
+    if EXTRA:
+        cp.async_copy_global_to_shared(xe_dst, xe_ptrs + k0, mask=(offs_xk < K - k0)[None, :])
+    w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
+    in_w = (offs_wc >= 0) & (tile < K_TILES)
+    cp.async_copy_global_to_shared(w_dst, w_ptrs + tile * w_tile, mask=in_w[None, :])
+    cp.async_copy_global_to_shared(s_dst, s_ptrs + tile * N, mask=(offs_s >= 0) & (tile < K_TILES))
     cp.commit_group()
 
 
@@ -613,14 +601,13 @@ def _mma_tile(
 
 @gluon.jit
 def _tile(
-    call, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, EXTRA: gl.constexpr,
+    call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, EXTRA: gl.constexpr,
     NUM_BUFFERS: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PAIRS: gl.constexpr,
     OVERLAP: gl.constexpr,
 ):  # fmt: skip
-    """One program's tile: rows [start, start + BLOCK_M + EXTRA) of the expert-sorted order (of which `size` are
-    the slice's), weight rows of column block pid_n; the K loop and the epilogue. `call`: the kernel's pointers and
-    scalars, and the program's tile. EXTRA tokens past BLOCK_M (0, or a power of two) get a wgmma of their own on the
-    same converted weights."""
+    """One program's tile: tokens [m0, m0 + BLOCK_M + EXTRA) of the expert's slice, weight rows of column block
+    pid_n; the K loop and the epilogue. `call`: the kernel's pointers and scalars, and the program's slice. EXTRA
+    tokens past BLOCK_M (0, or a power of two) get a wgmma of their own on the same converted weights."""
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr = call[0]
     alpha, limit, expert, pid_n, size, start = call[1]
     NUM_WARPS: gl.constexpr = gl.num_warps()
@@ -636,6 +623,13 @@ def _tile(
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
+
+    # Gathered x rows: the tile's, and the EXTRA rows after them.
+    x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K)
+    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))  # the copies' K mask
+    xe_ptrs = x_ptrs  # unused unless EXTRA
+    if EXTRA:
+        xe_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0 + BLOCK_M, EXTRA, x_copy, K)
 
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
@@ -669,27 +663,12 @@ def _tile(
     WHOLE: gl.constexpr = K_TILES - FIRST
     AHEAD: gl.constexpr = NUM_BUFFERS - 1  # steps loaded ahead
     LAST: gl.constexpr = K_TILES - 1  # the last step
-    # The first steps' weights go first: they need only the expert, while the x rows wait for the gather indices.
-    # Step i < FIRST: the last tile; then whole tiles only, as in the loop. One commit group a step, as in the loop
-    # (the first also holds the weights of the others, which land no later than they are waited for).
-    for i in gl.static_range(AHEAD):
-        if i < FIRST:
-            _issue_weights(LAST, _stage(rings[i % RINGS], i // RINGS), w_ptrs, offs_wc, s_ptrs, offs_s, N, K_TILES)
-        else:
-            _issue_weights(i - FIRST, _stage(rings[i % RINGS], i // RINGS), w_ptrs, offs_wc, s_ptrs, offs_s, N, WHOLE)
-    # Gathered x rows: the tile's, and the EXTRA rows after them.
-    x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, 0, BLOCK_M, x_copy, K)
-    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))  # the copies' K mask
-    xe_ptrs = x_ptrs  # unused unless EXTRA
-    if EXTRA:
-        xe_ptrs = _x_rows(x_ptr, gather_ptr, start, size, BLOCK_M, EXTRA, x_copy, K)
-    for i in gl.static_range(AHEAD):
-        if i < FIRST:
-            _issue_x(LAST, _stage(rings[i % RINGS], i // RINGS), x_ptrs, offs_xk, xe_ptrs, K, EXTRA)
-        else:
-            _issue_x(i - FIRST, _stage(rings[i % RINGS], i // RINGS), x_ptrs, offs_xk, xe_ptrs, WHOLE * _TILE_K, EXTRA)
-        cp.commit_group()
     loads = (x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs)
+    for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
+        if i < FIRST:
+            _issue_loads(LAST, _stage(rings[i % RINGS], i // RINGS), *loads, K, N, K_TILES, EXTRA)
+        else:
+            _issue_loads(i - FIRST, _stage(rings[i % RINGS], i // RINGS), *loads, WHOLE * _TILE_K, N, WHOLE, EXTRA)
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
@@ -731,12 +710,12 @@ def _tile(
     if not F16:  # the bit-spread encoding
         acc = acc * 64.0  # exact: a power of two
     swiglu_store(
-        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, 0, pid_n, start, size,
+        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
         N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
     )  # fmt: skip
     if EXTRA:  # (the fp8 path only)
         swiglu_store(sums[3] * 64.0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
-                     BLOCK_M, pid_n, start, size, N, EXTRA, BLOCK_N)  # fmt: skip
+                     m0 + BLOCK_M, pid_n, start, size, N, EXTRA, BLOCK_N)  # fmt: skip
 
 
 @gluon.jit
@@ -746,7 +725,9 @@ def _bmm1_sm90_kernel(
     scales_ptr,  # int32 [E, cdiv(K, 128), N]: 4 e8m0 each
     bias_ptr,  # fp32 [E, N]
     gather_ptr,  # int32 [tokens]
-    tiles_ptr,  # int64 [max_blocks]: first row | slice << 32 | rows left << 48, -1 past the end (tile_rows)
+    slice_sizes_ptr,  # int32 [E]
+    slice_offs_ptr,  # int32 [E + 1]
+    schedule_ptr,  # int32 [max_blocks]: slice | pid_m << 16, -1 past the end
     x_scale_ptr,  # fp32 [1]
     out_scale_ptr,  # fp32 [1]
     out_ptr,  # fp8 [tokens, N/2]
@@ -765,26 +746,29 @@ def _bmm1_sm90_kernel(
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
-    entry = gl.load(tiles_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
+    entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
     if entry < 0:
         return
     pid_n = pid % GRID_N
-    start = (entry & 0xFFFFFFFF).to(gl.int32)  # the tile's first row in the expert-sorted order
-    expert = ((entry >> 32) & 0xFFFF).to(gl.int32)
-    rows_left = (entry >> 48).to(gl.int32)  # from there to the slice's end (clipped far past any tile's rows)
+    expert = entry & 0xFFFF
+    pid_m = entry >> 16
+    size = gl.load(slice_sizes_ptr + expert)
+    start = gl.load(slice_offs_ptr + expert)
 
     call = (
         (x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr),
-        (alpha, limit, expert, pid_n, rows_left, start),
+        (alpha, limit, expert, pid_n, size, start),
     )
+    m0 = pid_m * BLOCK_M  # the tile's first row in the slice
+    rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, K, N, BLOCK_M // 4, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, K, N, BLOCK_M // 2, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
     elif EXTRA > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + EXTRA:  # the slice's last rows, EXTRA more
-        _tile(call, K, N, BLOCK_M, EXTRA, NUM_BUFFERS - 1, F16, ZERO_SCALE, False, OVERLAP)  # odd ring: unpaired
+        _tile(call, m0, K, N, BLOCK_M, EXTRA, NUM_BUFFERS - 1, F16, ZERO_SCALE, False, OVERLAP)  # odd ring: unpaired
     else:
-        _tile(call, K, N, BLOCK_M, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
+        _tile(call, m0, K, N, BLOCK_M, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -816,10 +800,9 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = (ragged.schedule(config.block_m, config.extra),)
     for tile, schedule in enumerate(schedules):
         if schedule.numel():
-            tiles = ragged.tile_rows(schedule, config.tiles[tile][0])
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
-                x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, tiles, x_scale,
-                out_scale, out, float(alpha), float(limit),
+                x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
+                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
                 **kernel_constexprs(config, tile, w.k, w.n, w.f16, w.zero_scale),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip

@@ -14,7 +14,6 @@ import torch
 BLOCK_SIZES = (8, 16, 32, 64, 128)  # BLOCK_M values the kernels tile ragged slices with
 SCHEDULE_PID_SHIFT = 16  # schedule entry = slice | pid_m << 16, as in the seed
 SCHEDULE_UNUSED = -1  # padding of the schedule past its last block
-TILE_ROWS_MAX = (1 << 15) - 1  # RaggedMetadata.tile_rows: rows to a slice's end, clipped (a tile reads at most 192)
 
 
 @dataclass(frozen=True)
@@ -141,25 +140,6 @@ class RaggedMetadata:
                 rows = torch.where(schedule == SCHEDULE_UNUSED, -1, rows)
                 schedule = schedule[torch.sort(rows, descending=True, stable=True).indices]
             self._buckets[key] = schedule
-        return self._buckets[key]
-
-    def tile_rows(self, schedule: torch.Tensor, block_m: int) -> torch.Tensor:
-        """`schedule` (one of this metadata's, tiled by block_m) as int64 entries that hold all a program needs to
-        start: the tile's first row in the expert-sorted order (bits 0-31), its slice (32-47), and the rows from there
-        to the slice's end, at most TILE_ROWS_MAX (48-62); -1 past the last tile. With one load a program knows
-        which weights to copy and where its rows are, instead of a chain of three dependent loads (entry, slice
-        start and size, gather indices) before its first copy. On the device, without a sync; once per schedule."""
-        key = ("tile_rows", schedule.data_ptr(), block_m)
-        if key not in self._buckets:
-            expert = (schedule & ((1 << SCHEDULE_PID_SHIFT) - 1)).clamp(max=max(self.n_slices - 1, 0)).long()
-            m0 = (schedule >> SCHEDULE_PID_SHIFT).long() * block_m
-            if self.n_slices:
-                row0 = self.slice_offs[expert].long() + m0
-                rows = (self.slice_sizes[expert].long() - m0).clamp(max=TILE_ROWS_MAX)
-                packed = row0 | expert << 32 | rows << 48
-            else:
-                packed = schedule.long()
-            self._buckets[key] = torch.where(schedule == SCHEDULE_UNUSED, -1, packed)
         return self._buckets[key]
 
 

@@ -9,7 +9,6 @@ from moe_gather.routing import (
     BLOCK_SIZES,
     SCHEDULE_PID_SHIFT,
     SCHEDULE_UNUSED,
-    TILE_ROWS_MAX,
     make_logits,
     make_ragged_metadata,
     max_blocks,
@@ -142,26 +141,6 @@ def test_widest_first_reorders_the_tiles_by_rows(sizes, block_m, extra):
     assert got[: len(want)] == want and set(got[len(want) :]) <= {SCHEDULE_UNUSED}
     assert len(got) == len(ragged.block_schedule[block_m])
     assert ragged.widest_first(block_m, extra) is ragged.widest_first(block_m, extra)  # computed once
-
-
-@pytest.mark.parametrize("sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [0, 0], [], [40000, 3, 0, 65]])
-@pytest.mark.parametrize(("block_m", "extra"), [(8, 0), (64, 16), (128, 0)])
-def test_tile_rows_pack_each_tiles_first_row_slice_and_rows_left(sizes, block_m, extra):
-    """Each schedule entry as the sm90 kernel reads it: first row | slice << 32 | rows to the slice's end (clipped)
-    << 48; -1 where the schedule is unused."""
-    ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 8)
-    schedule = ragged.widest_first(block_m, extra)
-    mask, starts = (1 << SCHEDULE_PID_SHIFT) - 1, [sum(sizes[:i]) for i in range(len(sizes))]
-    want = []
-    for t in schedule.tolist():
-        if t == SCHEDULE_UNUSED:
-            want.append(-1)
-            continue
-        s, m0 = t & mask, (t >> SCHEDULE_PID_SHIFT) * block_m
-        want.append(starts[s] + m0 | s << 32 | min(sizes[s] - m0, TILE_ROWS_MAX) << 48)
-    got = ragged.tile_rows(schedule, block_m)
-    assert got.dtype == torch.int64 and got.tolist() == want
-    assert ragged.tile_rows(schedule, block_m) is got  # computed once
 
 
 def test_max_blocks_is_tight():
