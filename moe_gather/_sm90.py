@@ -792,7 +792,7 @@ def _work(schedule_ptr, slice_sizes_ptr, slice_offs_ptr, item, total, GRID_N: gl
 def _item_loads(ptrs, work, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK_N: gl.constexpr):
     """The copies' pointers and masks of a work item's tile of W tokens (as _tile's)."""
     x_ptr, words_ptr, scales_ptr, gather_ptr = ptrs[0], ptrs[1], ptrs[2], ptrs[4]
-    entry, pid_n, expert, pid_m, size, start = work
+    _, pid_n, expert, pid_m, size, start = work
     NUM_WARPS: gl.constexpr = gl.num_warps()
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
@@ -861,7 +861,7 @@ def _item(ptrs, scalars, work, nxt, ring, K: gl.constexpr, N: gl.constexpr, W: g
     one's epilogue."""
     bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr = ptrs[3], ptrs[5], ptrs[6], ptrs[7]
     alpha, limit = scalars
-    entry, pid_n, expert, pid_m, size, start = work
+    _, pid_n, expert, pid_m, size, start = work
     loads = _item_loads(ptrs, work, K, N, W, BLOCK_N)
     NUM_WARPS: gl.constexpr = gl.num_warps()
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
@@ -936,7 +936,8 @@ def _bmm1_sm90_persistent(
             _item(ptrs, (alpha, limit), work, nxt, ring, K, N, BLOCK_M, BLOCK_M, BLOCK_N, NUM_BUFFERS, ZERO_SCALE,
                   OVERLAP, NARROW)  # fmt: skip
         item += step
-        entry, pid_n, expert, pid_m, size, start = nxt
+        _, pid_n, expert, pid_m, size, start = nxt
+        entry = nxt[0]
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
