@@ -779,7 +779,7 @@ def _bmm1_sm90_kernel(
 
 @gluon.jit
 def _work(schedule_ptr, slice_sizes_ptr, slice_offs_ptr, item, total, GRID_N: gl.constexpr):
-    """Work item `item` of a persistent grid: (entry, pid_n, expert, m0, size, start), entry -1 past the last."""
+    """Work item `item` of a persistent grid: (entry, pid_n, expert, pid_m, size, start), entry -1 past the last."""
     entry = gl.load(schedule_ptr + gl.minimum(item, total - 1) // GRID_N)
     entry = entry | -(item >= total).to(gl.int32)
     expert = (entry & 0xFFFF) * (entry >= 0).to(gl.int32)
@@ -789,18 +789,31 @@ def _work(schedule_ptr, slice_sizes_ptr, slice_offs_ptr, item, total, GRID_N: gl
 
 
 @gluon.jit
-def _item_loads(ptrs, work, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK_N: gl.constexpr):
-    """The copies' pointers and masks of a work item's tile of W tokens (as _tile's)."""
-    x_ptr, words_ptr, scales_ptr, gather_ptr = ptrs[0], ptrs[1], ptrs[2], ptrs[4]
-    _, pid_n, expert, pid_m, size, start = work
+def _issue_rows(rows, gather_ptr, work, BLOCK_M: gl.constexpr):
+    """cp.async of a work item's BLOCK_M gather indices (rows past its slice repeat its last) into `rows`, without a
+    commit (the next commit group takes them); nothing for an item past the last."""
+    entry, _, _, pid_m, size, start = work
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    m0 = pid_m * BLOCK_M
+    offs = gl.arange(0, BLOCK_M, layout=layout)
+    index = start + m0 + gl.minimum(offs, size - m0 - 1)
+    cp.async_copy_global_to_shared(rows, gather_ptr + index, mask=(offs >= 0) & (entry >= 0))
+
+
+@gluon.jit
+def _item_loads(ptrs, work, rows, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK_N: gl.constexpr):
+    """The copies' pointers and masks of a work item's tile of W tokens (as _tile's), its x rows from `rows`."""
+    x_ptr, words_ptr, scales_ptr = ptrs[0], ptrs[1], ptrs[2]
+    _, pid_n, expert, _, _, _ = work
     NUM_WARPS: gl.constexpr = gl.num_warps()
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
-    x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, pid_m * W, W, x_copy, K)
+    x_rows = rows.slice(0, W).load(gl.SliceLayout(1, x_copy))
     offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
+    x_ptrs = x_ptr + x_rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
     offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
@@ -818,10 +831,10 @@ def _stage_w(ring, i, W: gl.constexpr):
 
 
 @gluon.jit
-def _item_prologue(ptrs, work, ring, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK_N: gl.constexpr,
-                   NUM_BUFFERS: gl.constexpr):  # fmt: skip
+def _item_prologue(ptrs, work, ring, rows, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr,
+                   BLOCK_N: gl.constexpr, NUM_BUFFERS: gl.constexpr):  # fmt: skip
     """A work item's first NUM_BUFFERS - 1 steps' copies, as _tile's prologue (one ring, no pairs)."""
-    loads = _item_loads(ptrs, work, K, N, W, BLOCK_N)
+    loads = _item_loads(ptrs, work, rows, K, N, W, BLOCK_N)
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
     FIRST: gl.constexpr = 1 if LAST_BLOCKS < _TILE_K // _MX_BLOCK else 0
@@ -834,35 +847,29 @@ def _item_prologue(ptrs, work, ring, K: gl.constexpr, N: gl.constexpr, W: gl.con
 
 
 @gluon.jit
-def _any_prologue(ptrs, work, ring, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                  NUM_BUFFERS: gl.constexpr, NARROW: gl.constexpr):  # fmt: skip
+def _any_prologue(ptrs, work, ring, rows, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
+                  BLOCK_N: gl.constexpr, NUM_BUFFERS: gl.constexpr, NARROW: gl.constexpr):  # fmt: skip
     rows_left = work[4] - work[3] * BLOCK_M
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:
-        _item_prologue(ptrs, _narrowed(work, 4), ring, K, N, BLOCK_M // 4, BLOCK_N, NUM_BUFFERS)
+        _item_prologue(ptrs, work, ring, rows, K, N, BLOCK_M // 4, BLOCK_N, NUM_BUFFERS)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:
-        _item_prologue(ptrs, _narrowed(work, 2), ring, K, N, BLOCK_M // 2, BLOCK_N, NUM_BUFFERS)
+        _item_prologue(ptrs, work, ring, rows, K, N, BLOCK_M // 2, BLOCK_N, NUM_BUFFERS)
     else:
-        _item_prologue(ptrs, work, ring, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS)
+        _item_prologue(ptrs, work, ring, rows, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS)
 
 
 @gluon.jit
-def _narrowed(work, factor: gl.constexpr):
-    """The work item with pid_m counted in tiles of 1 / factor the width (a slice's last tile starts at a multiple of
-    the full width)."""
-    entry, pid_n, expert, pid_m, size, start = work
-    return entry, pid_n, expert, pid_m * factor, size, start
-
-
-@gluon.jit
-def _item(ptrs, scalars, work, nxt, ring, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK_M: gl.constexpr,
-          BLOCK_N: gl.constexpr, NUM_BUFFERS: gl.constexpr, ZERO_SCALE: gl.constexpr, OVERLAP: gl.constexpr,
-          NARROW: gl.constexpr):  # fmt: skip
-    """One work item's K loop (its first steps' copies already issued), the next item's first copies, then this
-    one's epilogue."""
-    bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr = ptrs[3], ptrs[5], ptrs[6], ptrs[7]
+def _item(ptrs, scalars, work, nxt, ring, rows, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr,
+          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_BUFFERS: gl.constexpr, ZERO_SCALE: gl.constexpr,
+          OVERLAP: gl.constexpr, NARROW: gl.constexpr):  # fmt: skip
+    """One work item's K loop (its first steps' copies already issued, its gather indices in `rows`), the next
+    item's gather indices and first copies, then this one's epilogue."""
+    bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr = ptrs[3], ptrs[4], ptrs[5], ptrs[6], ptrs[7]
     alpha, limit = scalars
     _, pid_n, expert, pid_m, size, start = work
-    loads = _item_loads(ptrs, work, K, N, W, BLOCK_N)
+    loads = _item_loads(ptrs, work, rows, K, N, W, BLOCK_N)
+    gl.thread_barrier()  # every thread has its rows: the next item's may land there
+    _issue_rows(rows, gather_ptr, nxt, BLOCK_M)
     NUM_WARPS: gl.constexpr = gl.num_warps()
     K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
     BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
@@ -892,13 +899,14 @@ def _item(ptrs, scalars, work, nxt, ring, K: gl.constexpr, N: gl.constexpr, W: g
         sums = _mma_tile(sums, _stage_w(ring, p % NUM_BUFFERS, W), ring[0], BLOCK_N, W, False, ZERO_SCALE, BLOCKS,
                          OVERLAP, 0)  # fmt: skip
     cp.wait_group(0)
-    gl.thread_barrier()  # every warp's wgmmas done: the ring is free for the next item
+    gl.thread_barrier()  # every warp's wgmmas done (the ring is free), the next item's rows landed
     if nxt[0] >= 0:
-        _any_prologue(ptrs, nxt, ring, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS, NARROW)
+        _any_prologue(ptrs, nxt, ring, rows, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS, NARROW)
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
+    m0 = pid_m * BLOCK_M
     swiglu_store(
-        sums[0] * 64.0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, pid_m * W, pid_n, start,
-        size, N, W, BLOCK_N, VEC=16 if W >= 128 else 2, NAN_MIN_MAX=W >= 128,
+        sums[0] * 64.0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
+        N, W, BLOCK_N, VEC=16 if W >= 128 else 2, NAN_MIN_MAX=W >= 128,
     )  # fmt: skip
 
 
@@ -910,34 +918,44 @@ def _bmm1_sm90_persistent(
     NARROW: gl.constexpr, OVERLAP: gl.constexpr,
 ):  # fmt: skip
     """The persistent grid (Sm90Config.persistent): the fp8 path's tiles as _bmm1_sm90_kernel's, each program
-    walking work items pid, pid + programs, ... (a schedule entry's column blocks are consecutive items)."""
+    walking work items pid, pid + programs, ... (a schedule entry's column blocks are consecutive items). An item's
+    gather indices come into shared memory by cp.async under the previous item's K loop, and its first copies are
+    issued before the previous item's epilogue."""
     BLOCK_N: gl.constexpr = 16 * gl.num_warps()
     GRID_N: gl.constexpr = N // BLOCK_N
     ring = _ring(x_ptr.dtype.element_ty, NUM_BUFFERS, BLOCK_M, 0, BLOCK_N)  # every width's: x cut to the tile's
+    rows = gl.allocate_shared_memory(gl.int32, [BLOCK_M], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     ptrs = (x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr)
     meta = (schedule_ptr, slice_sizes_ptr, slice_offs_ptr)
     item = gl.program_id(0)
     step = gl.num_programs(0)
     work = _work(*meta, item, total, GRID_N)
+    nxt = _work(*meta, item + step, total, GRID_N)
+    _issue_rows(rows, gather_ptr, work, BLOCK_M)
+    cp.commit_group()
+    cp.wait_group(0)
+    gl.thread_barrier()
     if work[0] >= 0:
-        _any_prologue(ptrs, work, ring, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS, NARROW)
+        _any_prologue(ptrs, work, ring, rows, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS, NARROW)
     entry, pid_n, expert, pid_m, size, start = work
+    entry_n, pid_n_n, expert_n, pid_m_n, size_n, start_n = nxt
     while entry >= 0:
-        nxt = _work(*meta, item + step, total, GRID_N)
+        later = _work(*meta, item + 2 * step, total, GRID_N)  # lands under this item's K loop
         work = (entry, pid_n, expert, pid_m, size, start)
+        nxt = (entry_n, pid_n_n, expert_n, pid_m_n, size_n, start_n)
         rows_left = size - pid_m * BLOCK_M
         if NARROW >= 2 and rows_left <= BLOCK_M // 4:
-            _item(ptrs, (alpha, limit), _narrowed(work, 4), nxt, ring, K, N, BLOCK_M // 4, BLOCK_M, BLOCK_N,
-                  NUM_BUFFERS, ZERO_SCALE, OVERLAP, NARROW)  # fmt: skip
+            _item(ptrs, (alpha, limit), work, nxt, ring, rows, K, N, BLOCK_M // 4, BLOCK_M, BLOCK_N, NUM_BUFFERS,
+                  ZERO_SCALE, OVERLAP, NARROW)  # fmt: skip
         elif NARROW >= 1 and rows_left <= BLOCK_M // 2:
-            _item(ptrs, (alpha, limit), _narrowed(work, 2), nxt, ring, K, N, BLOCK_M // 2, BLOCK_M, BLOCK_N,
-                  NUM_BUFFERS, ZERO_SCALE, OVERLAP, NARROW)  # fmt: skip
+            _item(ptrs, (alpha, limit), work, nxt, ring, rows, K, N, BLOCK_M // 2, BLOCK_M, BLOCK_N, NUM_BUFFERS,
+                  ZERO_SCALE, OVERLAP, NARROW)  # fmt: skip
         else:
-            _item(ptrs, (alpha, limit), work, nxt, ring, K, N, BLOCK_M, BLOCK_M, BLOCK_N, NUM_BUFFERS, ZERO_SCALE,
-                  OVERLAP, NARROW)  # fmt: skip
+            _item(ptrs, (alpha, limit), work, nxt, ring, rows, K, N, BLOCK_M, BLOCK_M, BLOCK_N, NUM_BUFFERS,
+                  ZERO_SCALE, OVERLAP, NARROW)  # fmt: skip
         item += step
-        _, pid_n, expert, pid_m, size, start = nxt
-        entry = nxt[0]
+        entry, pid_n, expert, pid_m, size, start = nxt
+        entry_n, pid_n_n, expert_n, pid_m_n, size_n, start_n = later
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
