@@ -206,18 +206,12 @@ class Sm90Config:
     # stage shallower (so that its x rows fit the same shared memory; with pairs, that tile runs unpaired). A slice
     # of 65-80 rows at block_m 64 converts its weights once instead of twice.
     extra: int = 0
-    # Programs a multiprocessor of a persistent grid (0: one program a tile). Each program walks the tiles, and issues
-    # the next tile's first copies before this one's epilogue, so that the ring refills while the epilogue runs (one
-    # program a multiprocessor leaves nothing else to run there meanwhile). Without pairs, extra or split_at.
-    persistent: int = 0
 
     def __post_init__(self):
         if self.pairs and (self.num_buffers % 2 or self.split_at):
             raise ValueError(f"Sm90Config: pairs needs an even num_buffers and no split_at, got {self}")
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
-        if self.persistent and (self.pairs or self.extra or self.split_at):
-            raise ValueError(f"Sm90Config: persistent runs without pairs, extra or split_at, got {self}")
         if self.narrow not in (0, 1, 2):
             raise ValueError(f"Sm90Config: narrow is 0, 1 or 2 halvings of block_m, got {self}")
         if self.extra and (
@@ -312,7 +306,7 @@ def f16_config(config: Sm90Config) -> Sm90Config:
     tile needs 142 registers; capped at 128 it spills)."""
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
-    return replace(config, maxnreg=None, extra=0, persistent=0)
+    return replace(config, maxnreg=None, extra=0)
 
 
 # The fp16 path's words: 8 e2m1 codes -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
@@ -777,187 +771,6 @@ def _bmm1_sm90_kernel(
         _tile(call, m0, K, N, BLOCK_M, 0, NUM_BUFFERS, F16, ZERO_SCALE, PAIRS, OVERLAP)
 
 
-@gluon.jit
-def _work(schedule_ptr, slice_sizes_ptr, slice_offs_ptr, item, total, GRID_N: gl.constexpr):
-    """Work item `item` of a persistent grid: (entry, pid_n, expert, pid_m, size, start), entry -1 past the last."""
-    entry = gl.load(schedule_ptr + gl.minimum(item, total - 1) // GRID_N)
-    entry = entry | -(item >= total).to(gl.int32)
-    expert = (entry & 0xFFFF) * (entry >= 0).to(gl.int32)
-    size = gl.load(slice_sizes_ptr + expert)
-    start = gl.load(slice_offs_ptr + expert)
-    return entry, item % GRID_N, expert, gl.maximum(entry, 0) >> 16, size, start
-
-
-@gluon.jit
-def _issue_rows(rows, gather_ptr, work, BLOCK_M: gl.constexpr):
-    """cp.async of a work item's BLOCK_M gather indices (rows past its slice repeat its last) into `rows`, without a
-    commit (the next commit group takes them); nothing for an item past the last."""
-    entry, _, _, pid_m, size, start = work
-    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
-    m0 = pid_m * BLOCK_M
-    offs = gl.arange(0, BLOCK_M, layout=layout)
-    index = start + m0 + gl.minimum(offs, size - m0 - 1)
-    cp.async_copy_global_to_shared(rows, gather_ptr + index, mask=(offs >= 0) & (entry >= 0))
-
-
-@gluon.jit
-def _item_loads(ptrs, work, rows, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK_N: gl.constexpr):
-    """The copies' pointers and masks of a work item's tile of W tokens (as _tile's), its x rows from `rows`."""
-    x_ptr, words_ptr, scales_ptr = ptrs[0], ptrs[1], ptrs[2]
-    _, pid_n, expert, _, _, _ = work
-    NUM_WARPS: gl.constexpr = gl.num_warps()
-    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
-    ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
-    x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
-    w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
-    s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
-    x_rows = rows.slice(0, W).load(gl.SliceLayout(1, x_copy))
-    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
-    x_ptrs = x_ptr + x_rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
-    row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
-    offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
-    offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
-    w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * (_TILE_K // 8)
-    w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :]
-    offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
-    s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
-    return x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, x_ptrs
-
-
-@gluon.jit
-def _stage_w(ring, i, W: gl.constexpr):
-    """Slot i of the persistent grid's ring, its x buffer cut to the tile's W tokens."""
-    return ring[0].index(i).slice(0, W, dim=0), ring[1].index(i), ring[2].index(i), ring[3].index(i)
-
-
-@gluon.jit
-def _item_prologue(ptrs, work, ring, rows, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr,
-                   BLOCK_N: gl.constexpr, NUM_BUFFERS: gl.constexpr):  # fmt: skip
-    """A work item's first NUM_BUFFERS - 1 steps' copies, as _tile's prologue (one ring, no pairs)."""
-    loads = _item_loads(ptrs, work, rows, K, N, W, BLOCK_N)
-    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
-    LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
-    FIRST: gl.constexpr = 1 if LAST_BLOCKS < _TILE_K // _MX_BLOCK else 0
-    WHOLE: gl.constexpr = K_TILES - FIRST
-    for i in gl.static_range(NUM_BUFFERS - 1):
-        if i < FIRST:
-            _issue_loads(K_TILES - 1, _stage_w(ring, i, W), *loads, K, N, K_TILES, 0)
-        else:
-            _issue_loads(i - FIRST, _stage_w(ring, i, W), *loads, WHOLE * _TILE_K, N, WHOLE, 0)
-
-
-@gluon.jit
-def _any_prologue(ptrs, work, ring, rows, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
-                  BLOCK_N: gl.constexpr, NUM_BUFFERS: gl.constexpr, NARROW: gl.constexpr):  # fmt: skip
-    rows_left = work[4] - work[3] * BLOCK_M
-    if NARROW >= 2 and rows_left <= BLOCK_M // 4:
-        _item_prologue(ptrs, work, ring, rows, K, N, BLOCK_M // 4, BLOCK_N, NUM_BUFFERS)
-    elif NARROW >= 1 and rows_left <= BLOCK_M // 2:
-        _item_prologue(ptrs, work, ring, rows, K, N, BLOCK_M // 2, BLOCK_N, NUM_BUFFERS)
-    else:
-        _item_prologue(ptrs, work, ring, rows, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS)
-
-
-@gluon.jit
-def _item(ptrs, scalars, work, nxt, ring, rows, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr,
-          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_BUFFERS: gl.constexpr, ZERO_SCALE: gl.constexpr,
-          OVERLAP: gl.constexpr, NARROW: gl.constexpr):  # fmt: skip
-    """One work item's K loop (its first steps' copies already issued, its gather indices in `rows`), the next
-    item's gather indices and first copies, then this one's epilogue."""
-    bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr = ptrs[3], ptrs[4], ptrs[5], ptrs[6], ptrs[7]
-    alpha, limit = scalars
-    _, pid_n, expert, pid_m, size, start = work
-    loads = _item_loads(ptrs, work, rows, K, N, W, BLOCK_N)
-    gl.thread_barrier()  # every thread has its rows: the next item's may land there
-    _issue_rows(rows, gather_ptr, nxt, BLOCK_M)
-    NUM_WARPS: gl.constexpr = gl.num_warps()
-    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
-    BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
-    LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
-    FIRST: gl.constexpr = 1 if LAST_BLOCKS < BLOCKS else 0
-    WHOLE: gl.constexpr = K_TILES - FIRST
-    AHEAD: gl.constexpr = NUM_BUFFERS - 1
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, W, 32]
-    )
-    acc = gl.zeros((BLOCK_N, W), dtype=gl.float32, layout=acc_layout)
-    part = gl.zeros((BLOCK_N, W), dtype=gl.float32, layout=acc_layout)
-    spare = part
-    if OVERLAP:
-        spare = gl.zeros((BLOCK_N, W), dtype=gl.float32, layout=acc_layout)
-    sums = (acc, part, spare, acc, part)
-    if FIRST:
-        cp.wait_group(NUM_BUFFERS - 2)
-        gl.thread_barrier()
-        _issue_loads(AHEAD - FIRST, _stage_w(ring, AHEAD % NUM_BUFFERS, W), *loads, WHOLE * _TILE_K, N, WHOLE, 0)
-        sums = _mma_tile(sums, _stage_w(ring, 0, W), ring[0], BLOCK_N, W, False, ZERO_SCALE, LAST_BLOCKS, OVERLAP, 0)
-    for p in range(FIRST, K_TILES):
-        cp.wait_group(NUM_BUFFERS - 2)
-        gl.thread_barrier()
-        ahead = _stage_w(ring, (p + AHEAD) % NUM_BUFFERS, W)
-        _issue_loads(p + AHEAD - FIRST, ahead, *loads, WHOLE * _TILE_K, N, WHOLE, 0)
-        sums = _mma_tile(sums, _stage_w(ring, p % NUM_BUFFERS, W), ring[0], BLOCK_N, W, False, ZERO_SCALE, BLOCKS,
-                         OVERLAP, 0)  # fmt: skip
-    cp.wait_group(0)
-    gl.thread_barrier()  # every warp's wgmmas done (the ring is free), the next item's rows landed
-    if nxt[0] >= 0:
-        _any_prologue(ptrs, nxt, ring, rows, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS, NARROW)
-    row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
-    m0 = pid_m * BLOCK_M
-    swiglu_store(
-        sums[0] * 64.0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
-        N, W, BLOCK_N, VEC=16 if W >= 128 else 2, NAN_MIN_MAX=W >= 128,
-    )  # fmt: skip
-
-
-@gluon.jit
-def _bmm1_sm90_persistent(
-    x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr, schedule_ptr, x_scale_ptr,
-    out_scale_ptr, out_ptr, alpha, limit, total,  # total: schedule entries x column blocks
-    K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_BUFFERS: gl.constexpr, ZERO_SCALE: gl.constexpr,
-    NARROW: gl.constexpr, OVERLAP: gl.constexpr,
-):  # fmt: skip
-    """The persistent grid (Sm90Config.persistent): the fp8 path's tiles as _bmm1_sm90_kernel's, each program
-    walking work items pid, pid + programs, ... (a schedule entry's column blocks are consecutive items). An item's
-    gather indices come into shared memory by cp.async under the previous item's K loop, and its first copies are
-    issued before the previous item's epilogue."""
-    BLOCK_N: gl.constexpr = 16 * gl.num_warps()
-    GRID_N: gl.constexpr = N // BLOCK_N
-    ring = _ring(x_ptr.dtype.element_ty, NUM_BUFFERS, BLOCK_M, 0, BLOCK_N)  # every width's: x cut to the tile's
-    rows = gl.allocate_shared_memory(gl.int32, [BLOCK_M], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    ptrs = (x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr)
-    meta = (schedule_ptr, slice_sizes_ptr, slice_offs_ptr)
-    item = gl.program_id(0)
-    step = gl.num_programs(0)
-    work = _work(*meta, item, total, GRID_N)
-    nxt = _work(*meta, item + step, total, GRID_N)
-    _issue_rows(rows, gather_ptr, work, BLOCK_M)
-    cp.commit_group()
-    cp.wait_group(0)
-    gl.thread_barrier()
-    if work[0] >= 0:
-        _any_prologue(ptrs, work, ring, rows, K, N, BLOCK_M, BLOCK_N, NUM_BUFFERS, NARROW)
-    entry, pid_n, expert, pid_m, size, start = work
-    entry_n, pid_n_n, expert_n, pid_m_n, size_n, start_n = nxt
-    while entry >= 0:
-        later = _work(*meta, item + 2 * step, total, GRID_N)  # lands under this item's K loop
-        work = (entry, pid_n, expert, pid_m, size, start)
-        nxt = (entry_n, pid_n_n, expert_n, pid_m_n, size_n, start_n)
-        rows_left = size - pid_m * BLOCK_M
-        if NARROW >= 2 and rows_left <= BLOCK_M // 4:
-            _item(ptrs, (alpha, limit), work, nxt, ring, rows, K, N, BLOCK_M // 4, BLOCK_M, BLOCK_N, NUM_BUFFERS,
-                  ZERO_SCALE, OVERLAP, NARROW)  # fmt: skip
-        elif NARROW >= 1 and rows_left <= BLOCK_M // 2:
-            _item(ptrs, (alpha, limit), work, nxt, ring, rows, K, N, BLOCK_M // 2, BLOCK_M, BLOCK_N, NUM_BUFFERS,
-                  ZERO_SCALE, OVERLAP, NARROW)  # fmt: skip
-        else:
-            _item(ptrs, (alpha, limit), work, nxt, ring, rows, K, N, BLOCK_M, BLOCK_M, BLOCK_N, NUM_BUFFERS,
-                  ZERO_SCALE, OVERLAP, NARROW)  # fmt: skip
-        item += step
-        entry, pid_n, expert, pid_m, size, start = nxt
-        entry_n, pid_n_n, expert_n, pid_m_n, size_n, start_n = later
-
-
 def _narrowing(narrow: int, block_m: int) -> int:
     """Halvings of block_m a launch may make for a slice's last tile: at most `narrow`, down to 8 tokens."""
     return min(narrow, (block_m // 8).bit_length() - 1)
@@ -985,18 +798,6 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = (ragged.widest_first(config.block_m, config.extra),)
     else:
         schedules = (ragged.schedule(config.block_m, config.extra),)
-    if config.persistent:
-        (schedule,) = schedules
-        items = schedule.numel() * (w.n // config.block_n)
-        programs = torch.cuda.get_device_properties(x.device).multi_processor_count * config.persistent
-        constexprs = kernel_constexprs(config, 0, w.k, w.n, w.f16, w.zero_scale)
-        _bmm1_sm90_persistent[(max(1, min(items, programs)),)](
-            x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
-            ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), items,
-            **{k: constexprs[k] for k in ("K", "N", "BLOCK_M", "NUM_BUFFERS", "ZERO_SCALE", "NARROW", "OVERLAP")},
-            num_warps=config.num_warps, maxnreg=config.maxnreg,
-        )  # fmt: skip
-        return out
     for tile, schedule in enumerate(schedules):
         if schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
