@@ -38,14 +38,10 @@ def swiglu_store(
 ):  # fmt: skip
     LANES_N: gl.constexpr = min(32, BLOCK_N // VEC)
     epi_layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // LANES_N, LANES_N], [gl.num_warps(), 1], [1, 0])
-    # The loads first: written after the layout conversion, they waited behind its barriers, and the fma on them for
-    # a round trip to L2 with nothing else to run (one program a multiprocessor at block_m 128).
+    z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
     offs_en = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, epi_layout))
     bias = gl.load(bias_ptr + row0 + offs_en)
-    x_scale = gl.load(x_scale_ptr)
-    out_scale = gl.load(out_scale_ptr)
-    z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
-    z = gl.fma(z, x_scale, bias[None, :])
+    z = gl.fma(z, gl.load(x_scale_ptr), bias[None, :])
     gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
     if NAN_MIN_MAX:  # as torch.minimum and torch.clamp
         gate = gl.minimum(gate, limit, propagate_nan=_NAN)
@@ -55,7 +51,7 @@ def swiglu_store(
         linear = gl.where(linear > limit, limit, gl.where(linear < -limit, -limit, linear))
     sigmoid = _approx("rcp.approx.ftz.f32", 1.0 + _approx("ex2.approx.ftz.f32", gate * (alpha * _MINUS_LOG2E)))
     y = gate * sigmoid * (linear + 1.0)
-    out = (y * gl.div_rn(1.0, out_scale)).to(gl.float8e4nv)
+    out = (y * gl.div_rn(1.0, gl.load(out_scale_ptr))).to(gl.float8e4nv)
     out_layout: gl.constexpr = out.type.layout
     offs_om = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
     offs_on = pid_n * (BLOCK_N // 2) + gl.arange(0, BLOCK_N // 2, layout=gl.SliceLayout(0, out_layout))
