@@ -709,12 +709,11 @@ def _tile(
     acc = sums[0]
     if not F16:  # the bit-spread encoding
         acc = acc * 64.0  # exact: a power of two
-    if alpha == -12345.0:  # PROBE (timing only, never true): the program without its epilogue
-      swiglu_store(
+    swiglu_store(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
         N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
     )  # fmt: skip
-    if EXTRA and alpha == -12345.0:  # (the fp8 path only)
+    if EXTRA:  # (the fp8 path only)
         swiglu_store(sums[3] * 64.0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
                      m0 + BLOCK_M, pid_n, start, size, N, EXTRA, BLOCK_N)  # fmt: skip
 
