@@ -111,13 +111,8 @@ class Baseline:
     device: str
     medians: dict[str, float]  # benchmark name (test id) -> median seconds
     spreads: dict[str, float]  # benchmark name -> interquartile range / median of the baseline's rounds
-    gpu_uuid: str | None = None  # the physical GPU it was measured on (None: not recorded, or the CPU)
-    # Cases the newest file does not hold, each from the newest older file that does: name -> that file's GPU UUID
-    older: dict[str, str | None] = field(default_factory=dict)
-
-    def gpu_of(self, name: str) -> str | None:
-        """The UUID of the GPU that measured `name`'s baseline."""
-        return self.older.get(name, self.gpu_uuid)
+    # benchmark name -> the physical GPU its file was measured on (None: not recorded, or the CPU)
+    gpus: dict[str, str | None] = field(default_factory=dict)
 
 
 def _read_baseline(path: Path) -> tuple[str, dict[str, float], dict[str, float], str | None]:
@@ -148,8 +143,7 @@ def load_baseline(folder: Path, device_name: str | None) -> Baseline:
         medians |= file_medians
         spreads |= file_spreads
         gpus |= dict.fromkeys(file_medians, gpu)
-    older = {name: gpus[name] for name in medians.keys() - file_medians.keys()}  # file_medians: the newest file's
-    return Baseline(path, device, medians, spreads, gpu, older)
+    return Baseline(path, device, medians, spreads, gpus)
 
 
 @dataclass(frozen=True)
@@ -214,7 +208,7 @@ def judge(
     if name not in baseline.medians:
         raise BaselineError(f"no baseline for {name} in {baseline.path} or any older file beside it")
     reference = baseline.medians[name]
-    other_gpu = gpu is not None and gpu != baseline.gpu_of(name)
+    other_gpu = gpu is not None and gpu != baseline.gpus.get(name)
     allowed = max(thresholds.allowed(reference), baseline.spreads[name]) + (OTHER_GPU_PCT / 100 if other_gpu else 0)
     verdict = Verdict(name, reference, measured, allowed, other_gpu)
     if verdict.regressed and remeasure is not None:

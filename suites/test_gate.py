@@ -146,8 +146,8 @@ def test_a_case_the_newest_baseline_lacks_is_judged_against_an_older_one(pyteste
 
 def test_each_case_is_judged_against_the_gpu_of_its_own_baseline_file():
     baseline = Baseline(
-        Path("new.json"), "NVIDIA H200", {"new": 200e-6, "old": 200e-6}, {"new": 0.0, "old": 0.0}, "GPU-a",
-        older={"old": "GPU-b"},
+        Path("new.json"), "NVIDIA H200", {"new": 200e-6, "old": 200e-6}, {"new": 0.0, "old": 0.0},
+        {"new": "GPU-a", "old": "GPU-b"},
     )  # fmt: skip
     thresholds = Thresholds.parse("5,10,100")
     verdicts = {name: judge(name, 200e-6, baseline, thresholds, gpu="GPU-b") for name in baseline.medians}
@@ -193,7 +193,7 @@ WIDER = 0.05 + OTHER_GPU_PCT / 100
 def test_a_baseline_from_another_gpu_allows_more_slowdown(baseline_gpu, run_gpu, allowed):
     """Same GPU (UUID): the threshold; another GPU of the model, or a baseline that does not say which: OTHER_GPU_PCT
     points more; the CPU tier (no UUID): the threshold."""
-    baseline = Baseline(Path("b.json"), "NVIDIA H200", {"case": 200e-6}, {"case": 0.0}, baseline_gpu)
+    baseline = Baseline(Path("b.json"), "NVIDIA H200", {"case": 200e-6}, {"case": 0.0}, {"case": baseline_gpu})
     slower = 200e-6 * (1 + allowed - 0.01), 200e-6 * (1 + allowed + 0.01)
     verdicts = [judge("case", t, baseline, Thresholds.parse("5,10,100"), gpu=run_gpu) for t in slower]
     assert [v.allowed for v in verdicts] == pytest.approx([allowed, allowed])
