@@ -1,6 +1,7 @@
 """The throughput gate through pytester, with synthetic benchmarks (a sleep) and synthetic baseline JSON:
 regression, improvement, missing baseline, baseline from another device, corrupted file, refused save; the wider
-allowance against a baseline from another GPU of the model (judge, directly); the sustained timing's window."""
+allowance against a baseline from another GPU of the model (judge, directly); the sustained timing's window; and the
+committed baselines themselves, against the cases the nightly gate measures."""
 
 import json
 import time
@@ -9,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from moe_gather import benchmarking
-from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, judge
+from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, device_slug, judge, load_baseline
+from moe_gather.problem import MODELS, cases
+
+STORED = Path(__file__).resolve().parents[1] / "baselines"
 
 SYNTHETIC = """
 import time
@@ -218,3 +222,14 @@ def test_sustained_timing_spans_its_window_and_reads_the_median(monkeypatch):
         time.sleep(0.02 if len(calls) % 8 in (1, 2) else 0.002)
 
     assert 0.002 <= benchmarking.sustained_seconds(slow_every_fourth_round, iterations=2) < 0.004
+
+
+@pytest.mark.parametrize("folder", sorted(p for p in STORED.iterdir() if any(p.rglob("*.json"))), ids=lambda p: p.name)
+def test_the_committed_baselines_hold_every_nightly_case(folder):
+    """Each GPU's committed baselines load as the gate loads them (one device, the folder's, every file readable) and
+    hold exactly the cases the nightly gate measures (`--model all`): none missing, none stale."""
+    device = json.loads(next(folder.rglob("*.json")).read_text())["machine_info"]["moe_gather"]["device"]
+    assert device_slug(device) == folder.name
+    baseline = load_baseline(folder, device)
+    assert set(baseline.medians) == {f"test_throughput[{case.id}]" for case in cases(models=tuple(MODELS))}
+    assert all(0 < seconds < 1 for seconds in baseline.medians.values())
