@@ -568,18 +568,34 @@ def _mma_tile(
             part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
             acc = _promote(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
     else:
-        # PROBE (timing only, reverted next): no promotion at all. Every block's wgmma accumulates straight into acc
-        # (fp8 wgmma precision, block scales ignored): the fastest this data flow can run without the exact
-        # per-32 promotion, whatever the promotion interval. Outputs are wrong.
-        for j in gl.static_range(BLOCKS):
-            a = _a_operand(blocks[j], BLOCK_N, a_layout)
-            acc = warpgroup_mma(a, _x_block(x_tile, j), acc, is_async=True)
-            if EXTRA:
-                acc_e = warpgroup_mma(a, _x_block(xe_tile, j), acc_e, is_async=True)
+        # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
+        a = _a_operand(block0, BLOCK_N, a_layout)
+        part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
         if EXTRA:
-            acc, acc_e = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc_e))
-        else:
-            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            part_e = warpgroup_mma(a, _x_block(xe_tile, 0), part_e, use_acc=False, is_async=True)
+        for j in gl.static_range(BLOCKS):
+            if j + 1 < BLOCKS:
+                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
+            scale_rows = _block_scales(scale_words, j, ZERO_SCALE)
+            scale = scale_rows[:, None]
+            if OVERLAP and j + 1 < BLOCKS:
+                spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
+                part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's done, j + 1's in flight
+                acc = _promote(part, scale, acc)
+                part, spare = spare, part
+            else:
+                # Promote once the wgmma is done: without a spare partial, reading its registers while the next
+                # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
+                if EXTRA:
+                    part, part_e = warpgroup_mma_wait(num_outstanding=0, deps=(part, part_e))
+                    acc_e = _promote(part_e, gl.convert_layout(scale_rows, e_rows)[:, None], acc_e)
+                else:
+                    part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                acc = _promote(part, scale, acc)
+                if j + 1 < BLOCKS:
+                    part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
+                    if EXTRA:
+                        part_e = warpgroup_mma(a, _x_block(xe_tile, j + 1), part_e, use_acc=False, is_async=True)
     return acc, part, spare, acc_e, part_e
 
 
