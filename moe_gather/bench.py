@@ -25,7 +25,7 @@ from triton.testing import do_bench_cudagraph
 
 from . import bmm1, peer
 from .benchmarking import graphed, sustained_seconds
-from .problem import MODELS, ROUTINGS, cases, make_expert_params, make_problem
+from .problem import MODELS, ROUTINGS, cases, make_expert_params, make_problem, parse_batch_sizes
 
 
 def measure_ceilings() -> dict:
@@ -143,7 +143,10 @@ def main(argv=None):
     parser.add_argument("--no-peer", action="store_true", help="time the kernel only")
     args = parser.parse_args(argv)
     routings = ROUTINGS if args.routing == "all" else (args.routing,)
-    batches = tuple(int(b) for b in args.batch_sizes.split(",")) if args.batch_sizes else None
+    try:
+        batches = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else None
+    except ValueError as e:
+        parser.error(f"--batch-sizes: {e}")
     if not torch.cuda.is_available():
         parser.error("needs a CUDA GPU")
     run(args.model, routings, batches, args.json, with_peer=not args.no_peer)

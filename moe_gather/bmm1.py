@@ -3,8 +3,8 @@
     weights = prepare_weights(mxfp4_weights)            # once per model, into the GPU's kernel layout
     out = moe_bmm1(x, weights, bias, gather_indx, ragged, x_scale=..., out_scale=..., alpha=..., limit=...)
 
-Semantics: moe_gather.reference.moe_bmm1_reference (its docstring), within TOLERANCES["kernel"]. The call
-dispatches on the device's compute capability to an architecture's kernel, each in its own private module with
+Semantics: moe_gather.reference.moe_bmm1_reference (its docstring), within TOLERANCES["kernel", params]. The
+call dispatches on the device's compute capability to an architecture's kernel, each in its own private module with
 its weight layout, host launcher and config table. Every argument is checked on the host before any launch; a bad
 one raises ValueError naming it. The kernel writes only `out`.
 """

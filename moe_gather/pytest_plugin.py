@@ -11,11 +11,18 @@ Options
         cpu        the CPU tier only: GPU tests skip, saying so.
     --routing {zipf,uniform,all}        routing modes to parametrize (default all).
     --model {gpt-oss-120b,gpt-oss-20b,all}   models to parametrize (default gpt-oss-120b).
-    --batch-sizes 128,4096              batch sizes (default: the model's 48-size ladder).
+    --params {seed,real,all}            parameter sets (default all): the seed's draws, or GPT-OSS's own (SwiGLU
+                                        1.702 / 7.0, engine-quantized activations, a calibrated out scale).
+    --batch-sizes 128,4096              batch sizes (default: the model's 48-size ladder and the decode batches
+                                        1, 2, 4, 8, 16, 32, 64).
 
-Tests ask for the `case` fixture to be parametrized over every selected (model, routing, batch) with ids like
-`gpt-oss-120b-zipf-bs4096` (96 cases for gpt-oss-120b); `problem` gives that case's inputs on the GPU under test
-(expert weights are built once per model and session). `gpu` gives the resolved GpuTarget.
+Tests ask for the `case` fixture to be parametrized over every selected (model, params, routing, batch) with ids
+like `gpt-oss-120b-zipf-bs4096`, `gpt-oss-120b-zipf-bs4096-real` and `gpt-oss-120b-zipf-decode-bs8` (220 cases for
+gpt-oss-120b: 48 ladder and 7 decode batches, two routings, two parameter sets); a test marked `params("seed")`
+runs at those parameter sets only. `problem` gives that case's inputs on the GPU under test and `reference` its
+golden reference (both built once per case and session, within a memory budget; expert weights once per model).
+`record_agreement(source)` gives a callback for reference.check_against that reports the case's accuracy.
+`gpu` gives the resolved GpuTarget.
 
 Throughput gate (pytest-benchmark)
     --benchmark-compare                 compare with the stored baseline of the GPU under test (baselines/<gpu>/, each
@@ -35,6 +42,10 @@ Markers
     gpu          needs a CUDA GPU with a kernel tier (hopper or blackwell); skipped on the CPU tier with the reason.
     hopper       needs the hopper tier.      blackwell   needs the blackwell tier.
     benchmark    a throughput measurement (pytest-benchmark).
+    params(*names)   the parameter sets whose cases the test takes (the throughput gate: seed only).
+
+Summary: per case, the accuracy of the kernel beside the peer's (bitwise-equal fraction, worst ulp, worst scaled
+error and the fraction over 1: moe_gather.reference.scaled_errors), then the throughput table.
 
 pytest-xdist: each worker takes one GPU (worker i of n gets GPU i mod count), set through CUDA_VISIBLE_DEVICES
 before CUDA initialises in the worker.
@@ -52,7 +63,7 @@ import torch
 import triton  # imported here, once: pytester's in-process runs cannot re-import its native module
 
 from . import benchmarking
-from .problem import MODELS, cases
+from .problem import MODELS, PARAMS, cases, parse_batch_sizes
 from .routing import ROUTINGS
 
 ARCH_BY_MAJOR = {9: "hopper", 10: "blackwell"}  # compute capability major -> kernel tier
@@ -121,12 +132,9 @@ def _driver_version() -> str:
 
 def _parse_batch_sizes(text: str) -> tuple[int, ...]:
     try:
-        sizes = tuple(int(s) for s in text.split(",") if s.strip())
-    except ValueError:
-        raise pytest.UsageError(f"--batch-sizes takes comma-separated integers, got {text!r}") from None
-    if not sizes or any(s <= 0 for s in sizes):
-        raise pytest.UsageError(f"--batch-sizes takes positive integers, got {text!r}")
-    return sizes
+        return parse_batch_sizes(text)
+    except ValueError as e:
+        raise pytest.UsageError(f"--batch-sizes: {e}") from None
 
 
 def pytest_addoption(parser):
@@ -134,6 +142,7 @@ def pytest_addoption(parser):
     group.addoption("--gpu", choices=TIERS, default="auto", help="kernel tier to test (default: auto)")
     group.addoption("--routing", choices=(*ROUTINGS, "all"), default="all", help="routing modes (default: all)")
     group.addoption("--model", choices=(*MODELS, "all"), default="gpt-oss-120b", help="models (default: 120b)")
+    group.addoption("--params", choices=(*PARAMS, "all"), default="all", help="parameter sets (default: all)")
     group.addoption("--batch-sizes", default=None, help="comma-separated batch sizes (default: the ladder)")
     group.addoption("--baselines-dir", default=None, help="per-GPU baseline folders (default: <rootdir>/baselines)")
     group.addoption(
@@ -168,6 +177,7 @@ def pytest_configure(config):
         "hopper: needs the hopper tier (sm_90)",
         "blackwell: needs the blackwell tier (sm_100)",
         "benchmark: a throughput measurement",
+        "params(*names): the parameter sets whose cases the test takes",
     ):
         config.addinivalue_line("markers", marker)
     if config.getoption("batch_sizes") is not None:
@@ -278,17 +288,31 @@ def _peer_version() -> str:
     return "present" if peer.available() else "absent"
 
 
-def selected_cases(config):
-    models = tuple(MODELS) if config.getoption("model") == "all" else (config.getoption("model"),)
-    routings = ROUTINGS if config.getoption("routing") == "all" else (config.getoption("routing"),)
+def _chosen(config, name: str, every: tuple[str, ...]) -> tuple[str, ...]:
+    value = config.getoption(name)
+    return every if value == "all" else (value,)
+
+
+def selected_cases(config, params: tuple[str, ...] | None = None):
+    """The cases the options select; `params` narrows the parameter sets further (a test's `params` marker)."""
+    models, routings = _chosen(config, "model", tuple(MODELS)), _chosen(config, "routing", ROUTINGS)
+    chosen = _chosen(config, "params", PARAMS)
+    chosen = tuple(p for p in chosen if params is None or p in params)
     text = config.getoption("batch_sizes")
-    return cases(models, routings, _parse_batch_sizes(text) if text else None)
+    batches = _parse_batch_sizes(text) if text else None
+    return cases(models, routings, batches, chosen, decode=batches is None)
 
 
 def pytest_generate_tests(metafunc):
-    if "case" in metafunc.fixturenames:
-        selected = selected_cases(metafunc.config)
-        metafunc.parametrize("case", selected, ids=[c.id for c in selected], scope="function")
+    if "case" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("params")
+    selected = selected_cases(metafunc.config, marker.args if marker else None)
+    if not selected:  # e.g. --params real for a test marked params("seed"): say so rather than collect nothing
+        reason = f"runs at the {', '.join(marker.args)} parameters only; --params {metafunc.config.getoption('params')}"
+        metafunc.parametrize("case", [pytest.param(None, marks=pytest.mark.skip(reason=reason))], ids=["none"])
+        return
+    metafunc.parametrize("case", selected, ids=[c.id for c in selected], scope="function")
 
 
 def _skip_reason(marker: str, target: GpuTarget) -> str | None:
@@ -316,22 +340,79 @@ def gpu(request) -> GpuTarget:
     return request.config.stash[_TARGET]
 
 
+class _CaseCache:
+    """Problems and references per case id, built once per session while their device bytes stay within a budget
+    (a quarter of the GPU's memory: both models' cases take ~20 GB); the oldest go first past it. Tests of a case sit
+    in several modules, so without it each of them would draw its inputs again on the CPU and recompute its
+    reference."""
+
+    def __init__(self):
+        self.entries: dict[tuple, object] = {}
+        self.bytes = 0
+        self.budget = torch.cuda.get_device_properties(0).total_memory // 4 if torch.cuda.is_available() else 0
+
+    @staticmethod
+    def _size(value) -> int:
+        tensors = [v for v in vars(value).values() if isinstance(v, torch.Tensor)]
+        tensors += [v for v in vars(getattr(value, "routing", object())).values() if isinstance(v, torch.Tensor)]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def get(self, key, build):
+        if key not in self.entries:
+            value = build()
+            size = self._size(value)
+            while self.entries and self.bytes + size > self.budget:
+                self.bytes -= self._size(self.entries.pop(next(iter(self.entries))))
+            if size <= self.budget:
+                self.entries[key], self.bytes = value, self.bytes + size
+            return value
+        return self.entries[key]
+
+
+@pytest.fixture(scope="session")
+def _case_cache():
+    return _CaseCache()
+
+
 @pytest.fixture(scope="session")
 def _expert_params_cache():
     return {}
 
 
+def _device(gpu) -> str:
+    return "cuda" if gpu.tier != "cpu" else "cpu"
+
+
 @pytest.fixture
-def problem(case, gpu, _expert_params_cache):
+def problem(case, gpu, _expert_params_cache, _case_cache):
     """The case's inputs on the GPU under test (CPU on the CPU tier)."""
     from .problem import make_expert_params, make_problem
 
-    device = "cuda" if gpu.tier != "cpu" else "cpu"
+    device = _device(gpu)
     key = (case.model.name, device)
     if key not in _expert_params_cache:
-        _expert_params_cache.clear()  # one model's weights at a time bound device memory
         _expert_params_cache[key] = make_expert_params(case.model, device)
-    return make_problem(case, device, _expert_params_cache[key])
+    return _case_cache.get(("problem", case.id, device), lambda: make_problem(case, device, _expert_params_cache[key]))
+
+
+@pytest.fixture
+def reference(case, problem, gpu, _case_cache):
+    """The case's golden reference (moe_gather.reference.ReferenceOutput; `y` dropped: it is 8 bytes an output)."""
+    from dataclasses import replace
+
+    from .problem import reference_for
+
+    return _case_cache.get(("reference", case.id, _device(gpu)), lambda: replace(reference_for(problem), y=None))
+
+
+@pytest.fixture
+def record_agreement(case, record_property):
+    """record_agreement(source) -> a callback for reference.check_against: the case's accuracy for the summary."""
+
+    def recorder(source: str):
+        return lambda agreement: record_property("accuracy", {"case": case.id, "source": source, **agreement.as_dict()})
+
+    return recorder
 
 
 @pytest.fixture(scope="session")
@@ -351,19 +432,38 @@ def kernel_weights(problem, _kernel_weights_cache):
     return _kernel_weights_cache[key]
 
 
+def _accuracy_rows(terminalreporter) -> dict[str, dict[str, dict]]:
+    """case id -> source ("kernel", "peer") -> the accuracy recorded by record_agreement, passed and failed tests."""
+    rows: dict[str, dict[str, dict]] = {}
+    for outcome in ("passed", "failed"):
+        for rep in terminalreporter.stats.get(outcome, []):
+            for name, value in getattr(rep, "user_properties", ()):
+                if name == "accuracy" and rep.when == "call":
+                    rows.setdefault(value["case"], {})[value["source"]] = value
+    return rows
+
+
+def _accuracy_cell(value: dict | None) -> str:
+    if value is None:
+        return f"{'-':>10} {'-':>5} {'-':>7} {'-':>8}"
+    return (
+        f"{value['bitwise_equal']:>10.4%} {value['max_ulp']:>5g} {value['max_scaled']:>7.3g} "
+        f"{value['scaled_over_one']:>8.4%}"
+    )
+
+
 def pytest_terminal_summary(terminalreporter):
-    """One line per test that recorded an fp8 agreement (bitwise-equal fraction, worst ulp) beside assert_close."""
-    rows = [
-        (rep.nodeid, rep.outcome, value)
-        for outcome in ("passed", "failed")
-        for rep in terminalreporter.stats.get(outcome, [])
-        for name, value in getattr(rep, "user_properties", ())
-        if name == "agreement" and rep.when == "call"
-    ]
+    """Per case, the accuracy of the kernel beside the peer's; the throughput table; the gate's verdicts."""
+    rows = _accuracy_rows(terminalreporter)
     if rows:
-        terminalreporter.section("moe-gather: fp8 agreement with the reference")
-        for nodeid, outcome, value in sorted(rows):
-            terminalreporter.write_line(f"{outcome:6} {nodeid.split('::')[-1]}: {value}")
+        terminalreporter.section("moe-gather: accuracy against the golden reference (kernel | peer)")
+        head = f"{'bitwise':>10} {'ulp':>5} {'scaled':>7} {'over 1':>8}"
+        terminalreporter.write_line(f"{'case':>36} {head} | {head}")
+        for case_id in sorted(rows):
+            by_source = rows[case_id]
+            terminalreporter.write_line(
+                f"{case_id:>36} {_accuracy_cell(by_source.get('kernel'))} | {_accuracy_cell(by_source.get('peer'))}"
+            )
     reports = [rep for outcome in ("passed", "failed") for rep in terminalreporter.stats.get(outcome, [])]
     props = [dict(rep.user_properties) for rep in reports if rep.when == "call"]
     benches = [p["bench"] for p in props if "bench" in p]

@@ -116,19 +116,31 @@ class Tolerance:
     min_bitwise_equal: float  # fraction of fp8 outputs whose bytes must match the reference exactly
     max_ulp: float  # worst fp8 error allowed, in units in the last place (NaN mismatches count as infinite)
     reason: str
+    max_scaled: float = float("inf")  # worst scaled error (scaled_errors) allowed
+    max_scaled_over_one: float = 1.0  # fraction of outputs allowed a scaled error over 1
 
 
+# Kernel paths, each per parameter set (problem.PARAMS): (path, params) -> Tolerance. Every number is the worst the
+# path measured over the GPT-OSS cases of both models on the H200 plus a margin, with the reason beside it.
 TOLERANCES = {
     # maxtol and rmstol: the seed's test (maxtol 0.125; rmstol None, which is triton_kernels' default 4e-3).
     # The bitwise floor and the ulp bound: fp32 accumulation and an fp32 epilogue flip an fp8 rounding now and then,
     # by one ulp. triton_kernels measured 99.912% to 99.999% bitwise equal, never over 1 ulp, on all 96 gpt-oss-120b
     # cases on the H200 (results/peer_agreement_h200.md).
-    "kernel": Tolerance(0.125, 4e-3, 0.999, 1, "as the peer: fp32 accumulate, fast exp, y * (1/out_scale)"),
-    "peer": Tolerance(0.125, 4e-3, 0.999, 1, "triton_kernels: fp32 accumulate, y * (1/out_scale), fast exp"),
+    ("kernel", "seed"): Tolerance(
+        0.125, 4e-3, 0.999, 1, "as the peer: fp32 accumulate, fast exp, y * (1/out_scale)", max_scaled=1
+    ),
+    ("peer", "seed"): Tolerance(
+        0.125, 4e-3, 0.999, 1, "triton_kernels: fp32 accumulate, y * (1/out_scale), fast exp", max_scaled=1
+    ),
+    # GPT-OSS's parameters: provisional bounds until measured (fp8 wgmma keeps ~13 bits within a 32-product group:
+    # outputs near zero move by several ordinals).
+    ("kernel", "real"): Tolerance(0.125, 4e-3, 0.995, float("inf"), "provisional", max_scaled=64),
+    ("peer", "real"): Tolerance(0.125, 4e-3, 0.995, float("inf"), "provisional", max_scaled=64),
     # An out_scale that saturates most outputs (1e-3 against ~4) also multiplies the kernel's absolute error near
     # zero by ~1000: Hopper's fp8 wgmma keeps ~13 bits within a 32-product group, so outputs of |y| << 1 move by many
     # ulps while assert_close, which weighs errors against max(RMS, |ref|), holds (measured 99.894% bitwise equal).
-    "saturating": Tolerance(0.125, 4e-3, 0.998, float("inf"), "fp8 wgmma error near zero, amplified 1000x"),
+    ("saturating", "seed"): Tolerance(0.125, 4e-3, 0.998, float("inf"), "fp8 wgmma error near zero, amplified 1000x"),
 }
 
 
@@ -166,22 +178,72 @@ def assert_close(ref: torch.Tensor, out: torch.Tensor, *, maxtol: float, rmstol:
     return max_err, rms_err
 
 
+# The scaled error's floor: FLOOR_BINADES binades under the tensor's amax. In ordinals (ulps of |ref| itself) an error
+# on an output near zero, where (linear + 1) cancels, grows without bound as |ref| shrinks, and so dominates any max;
+# relative to the tensor's RMS (assert_close) it vanishes. Measured at max(|ref|, amax * 2**-10) instead, an error
+# near zero counts in e4m3 ulps of amax / 1024, that is in steps of amax * 2**-13 to 2**-14: the resolution of an
+# accumulation that keeps ~14 bits against the output's own scale (Hopper's fp8 wgmma keeps ~13 within a
+# 32-product group). Then one rounding flip scores <= 1 anywhere (an fp32-accumulating GEMM does no worse), errors
+# of fewer bits score in proportion, and the score does not depend on the out scale: at amax 448 the floor is 0.44,
+# far above e4m3's subnormals, where ordinals would count the format's coarse steps instead.
+FLOOR_BINADES = 10
+
+
+def e4m3_ulp(magnitude: torch.Tensor) -> torch.Tensor:
+    """float64 magnitudes -> the spacing of the e4m3 grid there: 2 ** (max(floor(log2 m), -6) - 3) (2**-9 at 0)."""
+    m = magnitude.to(torch.float64)
+    _, e = torch.frexp(torch.where(m > 0, m, 1.0))
+    e = torch.where(m > 0, e - 1, E4M3_MIN_NORMAL_EXP)
+    return torch.exp2(e.clamp(min=E4M3_MIN_NORMAL_EXP).to(torch.float64) - 3)
+
+
+def scaled_errors(ref: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """|out - ref| in e4m3 ulps at max(|ref|, amax(ref) * 2**-FLOOR_BINADES), float64, for two fp8 e4m3 tensors:
+    the error metric that sees accumulation error (FLOOR_BINADES says why). Where both are NaN: 0; where exactly one
+    is: inf. amax over the finite references."""
+    r, o = ref.to(torch.float64), out.to(torch.float64)
+    both_nan, one_nan = r.isnan() & o.isnan(), r.isnan() ^ o.isnan()
+    finite = torch.where(r.isnan(), 0.0, r).abs()
+    floor = finite.max() * 2.0**-FLOOR_BINADES if r.numel() else torch.zeros((), dtype=torch.float64)
+    err = (o - r).abs() / e4m3_ulp(torch.maximum(finite, floor))
+    err = torch.where(both_nan, 0.0, err)
+    return torch.where(one_nan, float("inf"), err)
+
+
 @dataclass(frozen=True)
 class Agreement:
-    """Bitwise agreement of two fp8 e4m3 tensors."""
+    """Agreement of two fp8 e4m3 tensors: bitwise, in ordinals, and in the scaled error."""
 
     count: int
     bitwise_equal: int
     max_ulp: float  # inf when NaN-ness differs
     nan_mismatch: int
+    max_scaled: float = 0.0  # worst scaled error (scaled_errors)
+    scaled_over_one: int = 0  # outputs whose scaled error exceeds 1
 
     @property
     def bitwise_equal_fraction(self) -> float:
         return self.bitwise_equal / self.count if self.count else 1.0
 
+    @property
+    def scaled_over_one_fraction(self) -> float:
+        return self.scaled_over_one / self.count if self.count else 0.0
+
+    def as_dict(self) -> dict:
+        """Plain numbers, for reports (pytest's user properties, JSON)."""
+        return {
+            "count": self.count,
+            "bitwise_equal": self.bitwise_equal_fraction,
+            "max_ulp": self.max_ulp,
+            "max_scaled": self.max_scaled,
+            "scaled_over_one": self.scaled_over_one_fraction,
+            "nan_mismatch": self.nan_mismatch,
+        }
+
     def __str__(self):
         return (
             f"bitwise equal {self.bitwise_equal_fraction:.5%} of {self.count}, worst {self.max_ulp:g} ulp, "
+            f"scaled error worst {self.max_scaled:.3g} (over 1: {self.scaled_over_one_fraction:.4%}), "
             f"{self.nan_mismatch} NaN mismatches"
         )
 
@@ -204,16 +266,29 @@ def compare_fp8(ref: torch.Tensor, out: torch.Tensor) -> Agreement:
     both = ~(nan_r | nan_o)
     ulps = (e4m3_ordinal(ref) - e4m3_ordinal(out)).abs()[both]
     max_ulp = float("inf") if nan_mismatch else float(ulps.max()) if ulps.numel() else 0.0
-    return Agreement(ref.numel(), equal, max_ulp, nan_mismatch)
+    scaled = scaled_errors(ref, out)
+    max_scaled = float(scaled.max()) if scaled.numel() else 0.0
+    return Agreement(ref.numel(), equal, max_ulp, nan_mismatch, max_scaled, int((scaled > 1).sum()))
 
 
-def check_against(ref: torch.Tensor, out: torch.Tensor, tolerance: Tolerance, description: str = "") -> Agreement:
-    """assert_close with `tolerance`, then the bitwise floor; returns the agreement for reporting."""
+def check_against(
+    ref: torch.Tensor, out: torch.Tensor, tolerance: Tolerance, description: str = "", record=None
+) -> Agreement:
+    """The agreement of `out` with `ref` (handed to `record` first, so that a failure is reported with its figures),
+    then assert_close with `tolerance`, the bitwise floor, the ulp bound and the scaled error's bounds."""
+    agreement = compare_fp8(ref, out) if ref.shape == out.shape else None
+    if record is not None and agreement is not None:
+        record(agreement)
     assert_close(ref, out, maxtol=tolerance.maxtol, rmstol=tolerance.rmstol, description=description)
-    agreement = compare_fp8(ref, out)
-    if agreement.bitwise_equal_fraction < tolerance.min_bitwise_equal or agreement.max_ulp > tolerance.max_ulp:
+    if (
+        agreement.bitwise_equal_fraction < tolerance.min_bitwise_equal
+        or agreement.max_ulp > tolerance.max_ulp
+        or agreement.max_scaled > tolerance.max_scaled
+        or agreement.scaled_over_one_fraction > tolerance.max_scaled_over_one
+    ):
         raise AssertionError(
-            f"{description}: {agreement}; needs {tolerance.min_bitwise_equal:.3%} bitwise equal and at most "
-            f"{tolerance.max_ulp:g} ulp"
+            f"{description}: {agreement}; needs {tolerance.min_bitwise_equal:.3%} bitwise equal, at most "
+            f"{tolerance.max_ulp:g} ulp, a scaled error of at most {tolerance.max_scaled:g} and at most "
+            f"{tolerance.max_scaled_over_one:.4%} over 1 ({tolerance.reason})"
         )
     return agreement

@@ -6,7 +6,7 @@ import torch
 
 from moe_gather import peer
 from moe_gather.mxfp4 import quantize_mxfp4
-from moe_gather.problem import MODELS, local_shard, reference_for
+from moe_gather.problem import MODELS, local_shard
 from moe_gather.reference import TOLERANCES, check_against
 from moe_gather.routing import make_logits, route
 
@@ -18,13 +18,12 @@ needs_peer = pytest.mark.skipif(
 
 
 @needs_peer
-def test_reference_agrees_with_triton_kernels(case, problem, record_property):
-    ref = reference_for(problem)
+def test_reference_agrees_with_triton_kernels(case, problem, reference, record_agreement):
     call = peer.prepare(problem, "fp8x", amax=True)
     out = call.run()
-    agreement = check_against(ref.out, out, TOLERANCES["peer"], f"{case.id} vs triton_kernels")
-    record_property("agreement", str(agreement))
-    torch.testing.assert_close(call.amax, ref.amax.reshape(1), rtol=1e-5, atol=0)
+    tolerance = TOLERANCES["peer", case.params]
+    check_against(reference.out, out, tolerance, f"{case.id} vs triton_kernels", record_agreement("peer"))
+    torch.testing.assert_close(call.amax, reference.amax.reshape(1), rtol=1e-5, atol=0)
 
 
 @needs_peer

@@ -1,10 +1,9 @@
-"""The product's kernel against the golden reference, on every case the plugin selects."""
+"""The product's kernel against the golden reference, on every case the plugin selects (both parameter sets)."""
 
 import pytest
 import torch
 
 from moe_gather import bmm1
-from moe_gather.problem import reference_for
 from moe_gather.reference import TOLERANCES, check_against
 
 pytestmark = pytest.mark.gpu
@@ -16,9 +15,8 @@ def poisoned_output(problem):
     return torch.full(shape, 0x7F, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
 
 
-def test_kernel_matches_reference(case, problem, gpu, kernel_weights, record_property):
+def test_kernel_matches_reference(case, problem, reference, gpu, kernel_weights, record_agreement):
     if not bmm1.has_kernel(gpu.capability):
         pytest.skip(f"NYI: no kernel for {gpu.found} yet")
     out = bmm1.run_problem(problem, kernel_weights, poisoned_output(problem))
-    agreement = check_against(reference_for(problem).out, out, TOLERANCES["kernel"], case.id)
-    record_property("agreement", str(agreement))
+    check_against(reference.out, out, TOLERANCES["kernel", case.params], case.id, record_agreement("kernel"))

@@ -40,7 +40,7 @@ def sm90(gpu):
         pytest.skip(f"the sm90 table's entries run on sm_90 only, this is {gpu.found}")
 
 
-def _check(problem, description, tolerance=TOLERANCES["kernel"]):
+def _check(problem, description, tolerance=TOLERANCES["kernel", "seed"]):
     weights = bmm1.prepare_weights(problem.params.weights)
     out = bmm1.run_problem(problem, weights)
     return check_against(reference_for(problem).out, out, tolerance, description)
@@ -112,14 +112,14 @@ def test_nan_and_inf_through_each_sm90_entry(params, sm90, config):
     clamps with min / max .NaN, the others with selects)."""
     problem = _nan_and_inf_problem(params, 4096)
     out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"NaN and Inf inputs, {config}")
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"NaN and Inf inputs, {config}")
 
 
 def test_out_scale_that_saturates(params):
     problem = _problem(params, out_scale=torch.full((1,), 1e-3, device="cuda"))
     ref = reference_for(problem).out.float()
     assert (ref.abs() == 448).float().mean() > 0.4  # the case is what it claims (negative gates give ~0 instead)
-    _check(problem, "saturating out_scale", TOLERANCES["saturating"])
+    _check(problem, "saturating out_scale", TOLERANCES["saturating", "seed"])
 
 
 def test_empty_local_experts(params):
@@ -181,7 +181,7 @@ def test_every_tile_width_of_each_sm90_entry(params, sm90, config):
     assert routing.ragged.slice_sizes.tolist() == EVERY_WIDTH
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=routing)
     out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"tile widths, {config}")
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"tile widths, {config}")
 
 
 @pytest.mark.parametrize("k", [32, 96, 128, 2816, 2848, 2912])
@@ -193,7 +193,7 @@ def test_k_ending_anywhere_in_a_tile(params, sm90, config, k):
     k_params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
     out = bmm1.run_problem(problem, bmm1.prepare_weights(k_params.weights), config=config)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"K = {k}, {config}")
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"K = {k}, {config}")
 
 
 # Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
@@ -211,4 +211,4 @@ def test_opt_in_sm90_launch_plans(params, sm90, config):
     """The same slices as the tile-width test, every size class, through each opt-in plan: against the reference."""
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
     out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel"], f"launch plan {config}")
+    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"launch plan {config}")

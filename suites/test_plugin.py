@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from moe_gather import pytest_plugin
-from moe_gather.problem import MODELS, batch_sizes
+from moe_gather.problem import DECODE_BATCHES, MODELS, PARAMS, batch_sizes, cases
 
 CASE_TEST = """
 import pytest
@@ -26,37 +26,88 @@ def _collected_ids(pytester, *args):
     return [item.callspec.id for item in items if item.name.startswith("test_case")]
 
 
-def test_96_cases_for_gpt_oss_120b_with_stable_ids(pytester):
+def _ladder_ids(model: str, suffix: str = "") -> set[str]:
+    return {f"{model}-{r}-bs{b}{suffix}" for r in ("zipf", "uniform") for b in batch_sizes(MODELS[model])}
+
+
+def _decode_ids(model: str, suffix: str = "") -> set[str]:
+    return {f"{model}-{r}-decode-bs{b}{suffix}" for r in ("zipf", "uniform") for b in DECODE_BATCHES}
+
+
+def test_gpt_oss_120b_cases_with_stable_ids(pytester):
+    """The seed's 96 ids as they always were (the baselines key on them), their 96 `-real` twins, the decode cases."""
     ids = _collected_ids(pytester)
-    assert len(ids) == 96
-    assert len(set(ids)) == 96
+    assert len(ids) == len(set(ids)) == 2 * (96 + 14)
     assert ids[0] == "gpt-oss-120b-zipf-bs128"
-    assert "gpt-oss-120b-uniform-bs31744" in ids
-    assert {f"gpt-oss-120b-{r}-bs{b}" for r in ("zipf", "uniform") for b in batch_sizes(MODELS["gpt-oss-120b"])} == set(
-        ids
-    )
+    want = set()
+    for suffix in ("", "-real"):
+        want |= _ladder_ids("gpt-oss-120b", suffix) | _decode_ids("gpt-oss-120b", suffix)
+    assert set(ids) == want
+    assert len(_ladder_ids("gpt-oss-120b", "-real")) == 96
+
+
+def test_both_models_at_real_parameters(pytester):
+    ids = set(_collected_ids(pytester, "--model", "all", "--params", "real"))
+    for model in MODELS:
+        assert _ladder_ids(model, "-real") | _decode_ids(model, "-real") <= ids
+        assert len(_ladder_ids(model, "-real")) == 96
+    assert len(ids) == 2 * (96 + 14)
+
+
+def test_decode_ids_cannot_collide_with_the_ladder():
+    """gpt-oss-20b's ladder holds batches 32 and 64 too: the decode cases are other cases, with other ids."""
+    for model in MODELS:
+        ladder = {c.id for c in cases((model,), params=PARAMS)}
+        decode = {c.id for c in cases((model,), params=PARAMS, decode=True)} - ladder
+        assert len(decode) == 2 * 2 * len(DECODE_BATCHES) and not decode & ladder
+    assert {32, 64} <= set(batch_sizes(MODELS["gpt-oss-20b"]))
 
 
 @pytest.mark.parametrize(
     ("args", "count"),
     [
-        (("--model", "all"), 192),
-        (("--model", "gpt-oss-20b", "--routing", "uniform"), 48),
-        (("--routing", "zipf"), 48),
-        (("--batch-sizes", "128,4096"), 4),
-        (("--batch-sizes", "77", "--routing", "uniform", "--model", "all"), 2),
+        (("--model", "all", "--params", "seed"), 2 * (96 + 14)),
+        (("--model", "gpt-oss-20b", "--routing", "uniform", "--params", "seed"), 48 + 7),
+        (("--routing", "zipf", "--params", "real"), 48 + 7),
+        (("--batch-sizes", "128,4096"), 8),
+        (("--batch-sizes", "77", "--routing", "uniform", "--model", "all", "--params", "seed"), 2),
     ],
 )
 def test_options_select_cases(pytester, args, count):
     assert len(_collected_ids(pytester, *args)) == count
 
 
-@pytest.mark.parametrize("bad", ["12a", "0", "-4", ","])
-def test_bad_batch_sizes_are_a_usage_error(pytester, bad):
+PARAMS_MARKED = """
+import pytest
+
+@pytest.mark.params("seed")
+def test_seed_only(case):
+    assert case.params == "seed"
+"""
+
+
+def test_params_marker_narrows_the_cases(pytester):
+    pytester.makepyfile(test_marked=PARAMS_MARKED)
+    items, _ = pytester.inline_genitems("--gpu", "cpu", "--batch-sizes", "128")
+    assert [item.callspec.id for item in items] == ["gpt-oss-120b-zipf-bs128", "gpt-oss-120b-uniform-bs128"]
+
+
+def test_params_marker_with_none_selected_skips_saying_why(pytester):
+    pytester.makepyfile(test_marked=PARAMS_MARKED)
+    result = pytester.runpytest("--gpu", "cpu", "--batch-sizes", "128", "--params", "real", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*runs at the seed parameters only; --params real*"])
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [("12a", "comma-separated integers"), ("0", "positive"), ("-4", "positive"), (",", "positive"), ("8,8", "once")],
+)
+def test_bad_batch_sizes_are_a_usage_error(pytester, bad, why):
     pytester.makepyfile(test_cases=CASE_TEST)
     result = pytester.runpytest("--gpu", "cpu", f"--batch-sizes={bad}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--batch-sizes takes*"])
+    result.stderr.fnmatch_lines([f"*--batch-sizes: batch sizes *{why}*"])
 
 
 @pytest.mark.parametrize("tier", ["hopper", "blackwell"])
@@ -75,7 +126,7 @@ def test_explicit_tier_without_its_gpu_is_a_usage_error(pytester, tier):
 def test_cpu_tier_skips_gpu_tests_with_the_reason(pytester):
     pytester.makepyfile(test_cases=CASE_TEST)
     result = pytester.runpytest("--gpu", "cpu", "--batch-sizes", "128", "-rs")
-    result.assert_outcomes(passed=2, skipped=2)
+    result.assert_outcomes(passed=4, skipped=4)  # two routings, two parameter sets
     result.stdout.fnmatch_lines(["*SKIPPED*needs a GPU kernel tier; running the CPU tier: --gpu cpu*"])
 
 

@@ -1,0 +1,45 @@
+"""The degraded kernels of tools/mutants.py, on the CPU: each compiles for sm_90a with its change in the PTX, and the
+kernel is itself again afterwards. On the H200 they fail the kernel tests (results/h200/numerics.md)."""
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+from test_sm90 import compile_sm90
+
+from moe_gather import _sm90
+
+SPEC = importlib.util.spec_from_file_location("mutants", Path(__file__).parents[1] / "tools" / "mutants.py")
+mutants = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(mutants)
+CONFIG = _sm90.CONFIGS[-1][1]  # the block_m 128 entry
+
+
+def _ptx() -> str:
+    return compile_sm90(CONFIG, f16=False, tile=0, zero_scale=False).asm["ptx"]
+
+
+@pytest.mark.parametrize(("name", "mask"), [("partial-11", "0xffffe000"), ("partial-13", "0xfffff800")])
+def test_partial_mutant_truncates_each_partial_before_its_promotion(name, mask):
+    plain = _ptx()
+    with mutants.applied(name):
+        mutated = _ptx()
+    assert mask in mutated.lower() and mask not in plain.lower()
+    # one mask per promotion: as many as the plain kernel has promotions (fma.rn into a tied accumulator)
+    assert mutated.lower().count(mask) == len(re.findall(r"fma\.rn\.f32 (%r\d+), %r\d+, %r\d+, \1;", plain))
+    assert _ptx() == plain
+
+
+def test_epilogue_mutant_scales_both_approximations():
+    plain = _ptx()
+    with mutants.applied("epilogue-9"):
+        mutated = _ptx()
+    factor = "0f3F804000"  # 1 + 2**-9 as PTX writes an fp32 immediate
+    assert factor in mutated and factor not in plain
+    assert _ptx() == plain
+
+
+def test_unknown_mutant_is_refused():
+    with pytest.raises(ValueError, match="unknown mutant"), mutants.applied("partial-0"):
+        pass
