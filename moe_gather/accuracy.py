@@ -75,13 +75,22 @@ def _per_expert(problem: Problem, accumulate: Callable[[torch.Tensor, int], torc
     return to_e4m3(y / problem.out_scale.double())
 
 
-def fp32_gemm(problem: Problem) -> torch.Tensor:
+class DenseWeights:
+    """A model's expert weights dense, for the anchors: fp32 [E, K, N], and e4m3 [E, K, N] (column-major, as cuBLAS
+    takes its second operand) with one power of two per expert (fold_e4m3). Built once per model."""
+
+    def __init__(self, weights):
+        self.fp32 = dequantize_mxfp4(weights, torch.float32)
+        folds = [fold_e4m3(w.double()) for w in self.fp32]
+        self.e4m3 = [folded.t().contiguous().t() for folded, _ in folds]
+        self.powers = [p for _, p in folds]
+
+
+def fp32_gemm(problem: Problem, dense: DenseWeights) -> torch.Tensor:
     """torch's fp32 matmul of the dequantized weights (TF32 off), then the exact epilogue."""
-    weights = problem.params.weights
 
     def accumulate(rows, e):
-        w = dequantize_mxfp4(weights.expert(e), torch.float32)[0]
-        return rows.to(torch.float32) @ w
+        return rows.to(torch.float32) @ dense.fp32[e]
 
     previous = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -91,57 +100,56 @@ def fp32_gemm(problem: Problem) -> torch.Tensor:
         torch.backends.cuda.matmul.allow_tf32 = previous
 
 
-def cublas_fp8(problem: Problem, fast: bool) -> torch.Tensor:
+def cublas_fp8(problem: Problem, dense: DenseWeights, fast: bool) -> torch.Tensor:
     """torch._scaled_mm (cuBLAS fp8, into fp32) with the weights folded exactly into e4m3, then the exact epilogue."""
-    weights, one = problem.params.weights, torch.ones((), device=problem.x.device)
+    one = torch.ones((), device=problem.x.device)
 
     def accumulate(rows, e):
-        folded, p = fold_e4m3(dequantize_mxfp4(weights.expert(e), torch.float64)[0])
         pad = -rows.shape[0] % CUBLAS_ROWS
         padded = torch.cat((rows, rows.new_zeros((pad, rows.shape[1])))) if pad else rows
-        w = folded.t().contiguous().t()  # column-major, as cuBLAS takes its second operand
-        acc = torch._scaled_mm(padded, w, one, one, out_dtype=torch.float32, use_fast_accum=fast)
-        return acc[: rows.shape[0]].double() * 2.0**p
+        acc = torch._scaled_mm(padded, dense.e4m3[e], one, one, out_dtype=torch.float32, use_fast_accum=fast)
+        return acc[: rows.shape[0]].double() * 2.0 ** dense.powers[e]
 
     return _per_expert(problem, accumulate)
 
 
-def outputs(problem: Problem, kernel_weights, with_peer: bool) -> dict[str, torch.Tensor]:
+def outputs(problem: Problem, kernel_weights, with_peer: bool, dense: DenseWeights | None = None) -> dict:
     """Every computation's fp8 output on `problem`: the kernel's where `kernel_weights` (prepare_weights) are given,
-    the peer's only `with_peer`."""
+    the peer's only `with_peer`; `dense`: the model's DenseWeights, built here if not given."""
     from . import bmm1, peer
 
     results = {"kernel": bmm1.run_problem(problem, kernel_weights)} if kernel_weights is not None else {}
-    if with_peer:
+    if with_peer and problem.tokens:  # a shard with no rows: nothing for the peer to launch
         results["peer"] = peer.prepare(problem, "fp8x").run()
-    results["fp32"] = fp32_gemm(problem)
-    results["cublas_fp8"] = cublas_fp8(problem, fast=False)
-    results["cublas_fp8_fast"] = cublas_fp8(problem, fast=True)
+    dense = dense or DenseWeights(problem.params.weights)
+    results["fp32"] = fp32_gemm(problem, dense)
+    results["cublas_fp8"] = cublas_fp8(problem, dense, fast=False)
+    results["cublas_fp8_fast"] = cublas_fp8(problem, dense, fast=True)
     return results
 
 
-def measure(problem: Problem, kernel_weights, with_peer: bool) -> dict:
+def measure(problem: Problem, kernel_weights, with_peer: bool, dense: DenseWeights | None = None) -> dict:
     """One case's row: its figures and each computation's agreement with the golden reference."""
     ref = reference_for(problem).out
     case = problem.case
     row = {"case": case.id, "model": case.model.name, "routing": case.routing, "batch": case.batch}
     row |= {"params": case.params, "decode": case.decode, "tokens": problem.tokens}
-    results = outputs(problem, kernel_weights, with_peer)
+    results = outputs(problem, kernel_weights, with_peer, dense)
     row["agreement"] = {name: compare_fp8(ref, out).as_dict() for name, out in results.items()}
     return row
 
 
-def run(models, routings, params, batches, with_peer: bool = True, log=print) -> list[dict]:
+def run(models, routings, params, batches, rows: list, with_peer: bool = True, log=print) -> list[dict]:
+    """Measure every selected case on the GPU, appending to `rows` as it goes (an interrupted run keeps its rows)."""
     from . import bmm1, peer
 
     with_peer = with_peer and peer.available()
-    rows = []
     for model in models:
         expert_params = make_expert_params(MODELS[model], "cuda")
-        kernel_weights = bmm1.prepare_weights(expert_params.weights)
+        kernel_weights, dense = bmm1.prepare_weights(expert_params.weights), DenseWeights(expert_params.weights)
         for case in cases((model,), routings, batches, params, decode=batches is None):
-            rows.append(measure(make_problem(case, "cuda", expert_params), kernel_weights, with_peer))
-            log(_line(rows[-1]))
+            rows.append(measure(make_problem(case, "cuda", expert_params), kernel_weights, with_peer, dense))
+            log(_line(rows[-1]), flush=True)
     return rows
 
 
@@ -207,6 +215,18 @@ def markdown(data: dict, json_path: str, page_path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _merged(paths: list[str]) -> dict:
+    """One data set from the JSON of several runs (say one per model): their rows, one summary."""
+    parts = []
+    for path in paths:
+        with open(path) as f:
+            parts.append(json.load(f))
+    rows = [row for part in parts for row in part["rows"]]
+    data = {key: parts[0][key] for key in ("device", "stack")}
+    data["command"] = "; ".join(part["command"] for part in parts)
+    return data | {"summary": summarize(rows), "rows": rows}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m moe_gather accuracy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=(*MODELS, "all"), default="all")
@@ -217,13 +237,12 @@ def main(argv=None):
     )
     parser.add_argument("--no-peer", action="store_true", help="leave triton_kernels out")
     parser.add_argument("--json", default=None, help="write the rows and their summary here")
-    parser.add_argument("--from-json", default=None, help="read the rows from here instead of measuring")
+    parser.add_argument("--from-json", nargs="+", default=None, help="read the rows from these instead of measuring")
     parser.add_argument("--markdown", default=None, help="write the results page here")
     argv = sys.argv[2:] if argv is None else argv
     args = parser.parse_args(argv)
     if args.from_json:
-        with open(args.from_json) as f:
-            data = json.load(f)
+        data = _merged(args.from_json)
     else:
         if not torch.cuda.is_available():
             parser.error("measuring needs a CUDA GPU (--from-json renders committed data)")
@@ -234,19 +253,24 @@ def main(argv=None):
         except ValueError as e:
             parser.error(f"--batch-sizes: {e}")
         pick = lambda value, every: every if value == "all" else (value,)
-        rows = run(pick(args.model, tuple(MODELS)), pick(args.routing, ROUTINGS), pick(args.params, PARAMS), batches,
-                   with_peer=not args.no_peer)  # fmt: skip
         device = {"name": torch.cuda.get_device_name(), "capability": torch.cuda.get_device_capability()}
         stack = f"torch {torch.__version__}, triton {triton.__version__}, CUDA {torch.version.cuda}"
         command = " ".join(["python -m moe_gather accuracy", *argv])
-        data = {"device": device, "stack": stack, "command": command, "summary": summarize(rows), "rows": rows}
+        rows = []
+        data = {"device": device, "stack": stack, "command": command, "rows": rows}
+        try:
+            run(pick(args.model, tuple(MODELS)), pick(args.routing, ROUTINGS), pick(args.params, PARAMS), batches,
+                rows, with_peer=not args.no_peer)  # fmt: skip
+        except KeyboardInterrupt:  # keep what was measured, marked as such
+            data["interrupted"] = True
+        data["summary"] = summarize(rows)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(data, f, indent=1)
     print(json.dumps(data["summary"], indent=1))
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(markdown(data, args.from_json or args.json, args.markdown))
+            f.write(markdown(data, " ".join(args.from_json or [args.json]), args.markdown))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ Summary: per case, the accuracy of the kernel beside the peer's (bitwise-equal f
 error and the fraction over 1: moe_gather.reference.scaled_errors), then the throughput table.
 
 pytest-xdist: each worker takes one GPU (worker i of n gets GPU i mod count), set through CUDA_VISIBLE_DEVICES
-before CUDA initialises in the worker.
+before CUDA initialises in the worker; with --dist loadgroup each case's tests run on one worker (its inputs and
+reference built once).
 """
 
 from __future__ import annotations
@@ -312,7 +313,11 @@ def pytest_generate_tests(metafunc):
         reason = f"runs at the {', '.join(marker.args)} parameters only; --params {metafunc.config.getoption('params')}"
         metafunc.parametrize("case", [pytest.param(None, marks=pytest.mark.skip(reason=reason))], ids=["none"])
         return
-    metafunc.parametrize("case", selected, ids=[c.id for c in selected], scope="function")
+    # Under pytest-xdist's --dist loadgroup, every test of a case runs on one worker, whose caches then build the
+    # case's inputs and reference once.
+    grouped = metafunc.config.pluginmanager.hasplugin("xdist")
+    params = [pytest.param(c, id=c.id, marks=[pytest.mark.xdist_group(c.id)] if grouped else []) for c in selected]
+    metafunc.parametrize("case", params, scope="function")
 
 
 def _skip_reason(marker: str, target: GpuTarget) -> str | None:

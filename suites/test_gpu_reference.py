@@ -19,6 +19,8 @@ needs_peer = pytest.mark.skipif(
 
 @needs_peer
 def test_reference_agrees_with_triton_kernels(case, problem, reference, record_agreement):
+    if problem.tokens == 0:
+        pytest.skip(f"{case.id}: the local shard gets no rows, so there is nothing to compare")
     call = peer.prepare(problem, "fp8x", amax=True)
     out = call.run()
     tolerance = TOLERANCES["peer", case.params]
