@@ -351,15 +351,18 @@ class _CaseCache:
     in several modules, so without it each of them would draw its inputs again on the CPU and recompute its
     reference."""
 
-    def __init__(self):
+    def __init__(self, budget: int | None = None):
         self.entries: dict[tuple, object] = {}
         self.bytes = 0
-        self.budget = torch.cuda.get_device_properties(0).total_memory // 4 if torch.cuda.is_available() else 0
+        if budget is None:
+            budget = torch.cuda.get_device_properties(0).total_memory // 4 if torch.cuda.is_available() else 0
+        self.budget = budget
 
     @staticmethod
     def _size(value) -> int:
-        tensors = [v for v in vars(value).values() if isinstance(v, torch.Tensor)]
-        tensors += [v for v in vars(getattr(value, "routing", object())).values() if isinstance(v, torch.Tensor)]
+        """Bytes of the tensors a problem or reference holds (its routing's too; the shared expert weights not)."""
+        parts = [value] + ([value.routing] if hasattr(value, "routing") else [])
+        tensors = [v for part in parts for v in vars(part).values() if isinstance(v, torch.Tensor)]
         return sum(t.numel() * t.element_size() for t in tensors)
 
     def get(self, key, build):

@@ -18,6 +18,7 @@ Semantics (the kernels match these; what they may differ in is stated as a toler
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -113,30 +114,49 @@ def moe_bmm1_reference(
 class Tolerance:
     maxtol: float  # max of |ref - out| / max(rms(ref), |ref|), both normalised by max |ref|
     rmstol: float  # RMS of the same relative error
-    min_bitwise_equal: float  # fraction of fp8 outputs whose bytes must match the reference exactly
+    min_bitwise_equal: float  # fraction of fp8 outputs whose bytes must match the reference (allowed_count)
     max_ulp: float  # worst fp8 error allowed, in units in the last place (NaN mismatches count as infinite)
     reason: str
     max_scaled: float = float("inf")  # worst scaled error (scaled_errors) allowed
-    max_scaled_over_one: float = 1.0  # fraction of outputs allowed a scaled error over 1
+    max_scaled_over_one: float = 1.0  # fraction of outputs allowed a scaled error over 1 (allowed_count)
 
 
-# Kernel paths, each per parameter set (problem.PARAMS): (path, params) -> Tolerance. Every number is the worst the
-# path measured over the GPT-OSS cases of both models on the H200 plus a margin, with the reason beside it.
+def allowed_count(fraction: float, count: int) -> float:
+    """Outputs of `count` that a rate `fraction` measured over many outputs allows in one case: the expectation plus
+    three standard deviations of a Poisson count, plus one, so that a decode case of a few thousand outputs is not
+    failed by the chance of a handful (a rate of 1e-3 allows 9 of 2880, 0.3%, and 1.1% of 10^6 outputs)."""
+    expected = fraction * count
+    return expected + 3 * math.sqrt(expected) + 1 if fraction > 0 else 0.0
+
+
+# Kernel paths, each per parameter set (problem.PARAMS): (path, params) -> Tolerance: what the path measured over the
+# GPT-OSS cases of both models on the H200 (220 a parameter set, ladder and decode; results/h200/numerics.md) plus a
+# margin, the reason beside each number. The seed's maxtol and rmstol (0.125; rmstol None, triton_kernels' default
+# 4e-3) hold everywhere.
 TOLERANCES = {
-    # maxtol and rmstol: the seed's test (maxtol 0.125; rmstol None, which is triton_kernels' default 4e-3).
-    # The bitwise floor and the ulp bound: fp32 accumulation and an fp32 epilogue flip an fp8 rounding now and then,
-    # by one ulp. triton_kernels measured 99.912% to 99.999% bitwise equal, never over 1 ulp, on all 96 gpt-oss-120b
-    # cases on the H200 (results/peer_agreement_h200.md).
+    # fp32 accumulation and an fp32 epilogue flip an fp8 rounding now and then, by one ulp: measured 99.947% bitwise
+    # equal or more on every case of 10^6 outputs (99.903% on the smallest), never over 1 ulp.
     ("kernel", "seed"): Tolerance(
-        0.125, 4e-3, 0.999, 1, "as the peer: fp32 accumulate, fast exp, y * (1/out_scale)", max_scaled=1
+        0.125, 4e-3, 0.999, 1, "fp8 products exact, fp32 sums, fast exp, y * (1/out_scale)", max_scaled=1
     ),
     ("peer", "seed"): Tolerance(
         0.125, 4e-3, 0.999, 1, "triton_kernels: fp32 accumulate, y * (1/out_scale), fast exp", max_scaled=1
     ),
-    # GPT-OSS's parameters: provisional bounds until measured (fp8 wgmma keeps ~13 bits within a 32-product group:
-    # outputs near zero move by several ordinals).
-    ("kernel", "real"): Tolerance(0.125, 4e-3, 0.995, float("inf"), "provisional", max_scaled=64),
-    ("peer", "real"): Tolerance(0.125, 4e-3, 0.995, float("inf"), "provisional", max_scaled=64),
+    # GPT-OSS's parameters. Engine-scaled x puts the outlier channels' products beside small ones in each 32-product
+    # block, where fp8 wgmma keeps ~13 bits: measured 99.69% bitwise equal or more on every case of 10^6 outputs
+    # (99.55% on the smallest), scaled error at most 7.5 (up to 60 ordinals near zero), over 1 on at most 8.7e-6 of
+    # a large case's outputs; cuBLAS's promoted fp8 GEMM on the same inputs: 99.25%, 13.5, 4.2e-5. Margins: ~1.3x.
+    ("kernel", "real"): Tolerance(
+        0.125,
+        4e-3,
+        0.996,
+        float("inf"),
+        "fp8 wgmma's ~13 bits a block; ordinals unbounded near zero, see scaled",
+        max_scaled=10,
+        max_scaled_over_one=2e-5,
+    ),
+    # triton_kernels accumulates in fp32: 99.9997% or more on every case of 10^6 outputs, never over 1 ulp.
+    ("peer", "real"): Tolerance(0.125, 4e-3, 0.9999, 1, "triton_kernels: fp32 accumulate", max_scaled=1),
     # An out_scale that saturates most outputs (1e-3 against ~4) also multiplies the kernel's absolute error near
     # zero by ~1000: Hopper's fp8 wgmma keeps ~13 bits within a 32-product group, so outputs of |y| << 1 move by many
     # ulps while assert_close, which weighs errors against max(RMS, |ref|), holds (measured 99.894% bitwise equal).
@@ -280,15 +300,16 @@ def check_against(
     if record is not None and agreement is not None:
         record(agreement)
     assert_close(ref, out, maxtol=tolerance.maxtol, rmstol=tolerance.rmstol, description=description)
+    unequal = agreement.count - agreement.bitwise_equal
     if (
-        agreement.bitwise_equal_fraction < tolerance.min_bitwise_equal
+        unequal > allowed_count(1 - tolerance.min_bitwise_equal, agreement.count)
         or agreement.max_ulp > tolerance.max_ulp
         or agreement.max_scaled > tolerance.max_scaled
-        or agreement.scaled_over_one_fraction > tolerance.max_scaled_over_one
+        or agreement.scaled_over_one > allowed_count(tolerance.max_scaled_over_one, agreement.count)
     ):
         raise AssertionError(
             f"{description}: {agreement}; needs {tolerance.min_bitwise_equal:.3%} bitwise equal, at most "
             f"{tolerance.max_ulp:g} ulp, a scaled error of at most {tolerance.max_scaled:g} and at most "
-            f"{tolerance.max_scaled_over_one:.4%} over 1 ({tolerance.reason})"
+            f"{tolerance.max_scaled_over_one:.4%} over 1, as rates (allowed_count) ({tolerance.reason})"
         )
     return agreement

@@ -4,12 +4,14 @@ import os
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from moe_gather import pytest_plugin
-from moe_gather.problem import DECODE_BATCHES, MODELS, PARAMS, batch_sizes, cases
+from moe_gather.problem import DECODE_BATCHES, MODELS, PARAMS, MoEModel, batch_sizes, cases
 
 CASE_TEST = """
 import pytest
+import torch
 
 def test_case(case):
     assert case.batch > 0
@@ -79,6 +81,7 @@ def test_options_select_cases(pytester, args, count):
 
 PARAMS_MARKED = """
 import pytest
+import torch
 
 @pytest.mark.params("seed")
 def test_seed_only(case):
@@ -161,3 +164,27 @@ def test_xdist_workers_take_one_gpu_each(monkeypatch):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
         pytest_plugin._pin_xdist_worker_gpu(SimpleNamespace(workerinput=node.workerinput))
         assert os.environ["CUDA_VISIBLE_DEVICES"] == gpu
+
+
+def test_case_cache_builds_once_and_drops_the_oldest_past_its_budget():
+    from moe_gather.problem import Case, make_problem
+    from moe_gather.reference import ReferenceOutput
+
+    tiny = MoEModel("tiny", num_experts=8, top_k=2, num_shards=2, hidden=64, n=16)
+    problems = [make_problem(Case(tiny, "uniform", b), "cpu") for b in (64, 128, 256)]
+    sizes = [pytest_plugin._CaseCache._size(p) for p in problems]
+    assert sizes[0] >= problems[0].x.numel()  # x, the scales and the routing's tensors count
+    cache = pytest_plugin._CaseCache(budget=sizes[1] + sizes[2])
+    builds = []
+
+    def build(i):
+        builds.append(i)
+        return problems[i]
+
+    assert cache.get(0, lambda: build(0)) is problems[0] and cache.get(0, lambda: build(0)) is problems[0]
+    cache.get(1, lambda: build(1))
+    cache.get(2, lambda: build(2))  # over the budget: the oldest goes
+    assert builds == [0, 1, 2] and list(cache.entries) == [1, 2] and cache.bytes == sizes[1] + sizes[2]
+    ref = ReferenceOutput(out=torch.zeros(4, 8, dtype=torch.float8_e4m3fn), y=None, amax=torch.zeros(()))
+    assert pytest_plugin._CaseCache._size(ref) == 32 + 4
+    assert pytest_plugin._CaseCache(budget=0).get("big", lambda: problems[2]) is problems[2]  # returned, not kept
