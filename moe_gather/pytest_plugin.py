@@ -46,6 +46,7 @@ Markers
 
 Summary: per case, the accuracy of the kernel beside the peer's (bitwise-equal fraction, worst ulp, worst scaled
 error and the fraction over 1: moe_gather.reference.scaled_errors), then the throughput table.
+    --accuracy-json PATH                also write those figures, with each test's outcome, as JSON.
 
 pytest-xdist: each worker takes one GPU (worker i of n gets GPU i mod count), set through CUDA_VISIBLE_DEVICES
 before CUDA initialises in the worker; with --dist loadgroup each case's tests run on one worker (its inputs and
@@ -54,8 +55,10 @@ reference built once).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,6 +155,9 @@ def pytest_addoption(parser):
         help="LONG_PCT,SHORT_PCT,BOUNDARY_US: allowed slowdown (default: %(default)s)",
     )
     group.addoption("--benchmark-plot", default=None, metavar="PATH", help="write a throughput plot (PNG) here")
+    group.addoption(
+        "--accuracy-json", default=None, metavar="PATH", help="write each case's recorded accuracy (JSON) here"
+    )
 
 
 def _pin_xdist_worker_gpu(config):
@@ -441,13 +447,14 @@ def kernel_weights(problem, _kernel_weights_cache):
 
 
 def _accuracy_rows(terminalreporter) -> dict[str, dict[str, dict]]:
-    """case id -> source ("kernel", "peer") -> the accuracy recorded by record_agreement, passed and failed tests."""
+    """case id -> source ("kernel", "peer") -> the accuracy recorded by record_agreement, passed and failed tests
+    (with the test's outcome)."""
     rows: dict[str, dict[str, dict]] = {}
     for outcome in ("passed", "failed"):
         for rep in terminalreporter.stats.get(outcome, []):
             for name, value in getattr(rep, "user_properties", ()):
                 if name == "accuracy" and rep.when == "call":
-                    rows.setdefault(value["case"], {})[value["source"]] = value
+                    rows.setdefault(value["case"], {})[value["source"]] = value | {"outcome": outcome}
     return rows
 
 
@@ -472,6 +479,10 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(
                 f"{case_id:>36} {_accuracy_cell(by_source.get('kernel'))} | {_accuracy_cell(by_source.get('peer'))}"
             )
+    if path := terminalreporter.config.getoption("accuracy_json"):
+        records = [value for case_id in sorted(rows) for value in rows[case_id].values()]
+        with open(path, "w") as f:
+            json.dump({"argv": sys.argv, "records": records}, f, indent=1)
     reports = [rep for outcome in ("passed", "failed") for rep in terminalreporter.stats.get(outcome, [])]
     props = [dict(rep.user_properties) for rep in reports if rep.when == "call"]
     benches = [p["bench"] for p in props if "bench" in p]

@@ -11,7 +11,8 @@ import pytest
 
 from moe_gather import benchmarking
 from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, device_slug, judge, load_baseline
-from moe_gather.problem import MODELS, cases
+from moe_gather.problem import MODELS, cases, local_shard
+from moe_gather.routing import make_logits, route
 
 STORED = Path(__file__).resolve().parents[1] / "baselines"
 
@@ -224,12 +225,21 @@ def test_sustained_timing_spans_its_window_and_reads_the_median(monkeypatch):
     assert 0.002 <= benchmarking.sustained_seconds(slow_every_fourth_round, iterations=2) < 0.004
 
 
+def _local_rows(case) -> int:
+    model = case.model
+    logits = make_logits(case.routing, case.batch, model.num_experts, model.top_k, case.routing_seed)
+    return route(logits, model.top_k, model.num_shards, local_shard(model)).tokens
+
+
 @pytest.mark.parametrize("folder", sorted(p for p in STORED.iterdir() if any(p.rglob("*.json"))), ids=lambda p: p.name)
 def test_the_committed_baselines_hold_every_nightly_case(folder):
     """Each GPU's committed baselines load as the gate loads them (one device, the folder's, every file readable) and
-    hold exactly the cases the nightly gate measures (`--model all`): none missing, none stale."""
+    hold exactly the cases the nightly gate measures (`--model all`, the seed's parameters, the ladder and the decode
+    batches, less those whose local shard gets no rows: they skip): none missing, none stale."""
     device = benchmarking._read_baseline(next(folder.rglob("*.json")))[0]
     assert device_slug(device) == folder.name
     baseline = load_baseline(folder, device)
-    assert set(baseline.medians) == {f"test_throughput[{case.id}]" for case in cases(models=tuple(MODELS))}
+    timed = [case for case in cases(models=tuple(MODELS), decode=True) if _local_rows(case)]
+    assert len(timed) == 2 * 96 + 27  # gpt-oss-120b's uniform decode batch of 1 routes nothing to the local shard
+    assert set(baseline.medians) == {f"test_throughput[{case.id}]" for case in timed}
     assert all(0 < seconds < 1 for seconds in baseline.medians.values())

@@ -2,6 +2,7 @@
 kernel is itself again afterwards. On the H200 they fail the kernel tests (results/h200/numerics.md)."""
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -43,3 +44,18 @@ def test_epilogue_mutant_scales_both_approximations():
 def test_unknown_mutant_is_refused():
     with pytest.raises(ValueError, match="unknown mutant"), mutants.applied("partial-0"):
         pass
+
+
+def test_report_tabulates_runs_per_mutant_and_parameter_set(tmp_path):
+    fields = ("case", "source", "outcome", "bitwise_equal", "max_ulp", "max_scaled")
+    records = [
+        dict(zip(fields, ("m-zipf-bs8", "kernel", "passed", 0.9995, 1, 1), strict=True)),
+        dict(zip(fields, ("m-zipf-bs8-real", "kernel", "failed", 0.97, 24, 5), strict=True)),
+        dict(zip(fields, ("m-zipf-bs8-real", "peer", "passed", 1.0, 0, 0), strict=True)),
+    ]
+    run = {"mutant": "epilogue-9", "argv_mutant": ["epilogue-9", "suites/test_kernel.py"], "records": records}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    table = mutants.report([str(tmp_path / "run.json")])
+    assert "| epilogue-9 | seed | 0 of 1 | 99.9500% | 1 | 1 |" in table
+    command = "`python tools/mutants.py epilogue-9 suites/test_kernel.py`"
+    assert f"| epilogue-9 | real | 1 of 1 | 97.0000% | 24 | 5 | {command} |" in table

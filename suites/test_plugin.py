@@ -1,5 +1,6 @@
 """The pytest plugin, driven through pytester: cases, ids, options, tiers and their errors."""
 
+import json
 import os
 from types import SimpleNamespace
 
@@ -188,3 +189,33 @@ def test_case_cache_builds_once_and_drops_the_oldest_past_its_budget():
     ref = ReferenceOutput(out=torch.zeros(4, 8, dtype=torch.float8_e4m3fn), y=None, amax=torch.zeros(()))
     assert pytest_plugin._CaseCache._size(ref) == 32 + 4
     assert pytest_plugin._CaseCache(budget=0).get("big", lambda: problems[2]) is problems[2]  # returned, not kept
+
+
+ACCURACY_TEST = """
+import torch
+from moe_gather.reference import TOLERANCES, check_against
+
+def test_records(case, record_agreement):
+    ref = torch.linspace(-3, 3, 256).to(torch.float8_e4m3fn)
+    out = ref.clone()
+    if case.batch == 4096:
+        out.view(torch.uint8)[::2] ^= 1  # half the outputs one ulp off: recorded, then failed
+    check_against(ref, out, TOLERANCES["kernel", case.params], case.id, record_agreement("kernel"))
+"""
+
+
+def test_accuracy_is_summarised_and_written_as_json(pytester):
+    pytester.makepyfile(test_acc=ACCURACY_TEST)
+    result = pytester.runpytest(
+        "--gpu", "cpu", "--batch-sizes", "128,4096", "--params", "seed", "--accuracy-json=a.json"
+    )
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        ["*accuracy against the golden reference (kernel | peer)*", "*gpt-oss-120b-zipf-bs128 *100.0000%*"]
+    )
+    records = json.loads((pytester.path / "a.json").read_text())["records"]
+    by_case = {r["case"]: r for r in records}
+    assert by_case["gpt-oss-120b-zipf-bs4096"]["outcome"] == "failed"
+    assert by_case["gpt-oss-120b-zipf-bs4096"]["bitwise_equal"] == 0.5
+    assert by_case["gpt-oss-120b-uniform-bs128"] | {} == by_case["gpt-oss-120b-uniform-bs128"]
+    assert by_case["gpt-oss-120b-uniform-bs128"]["outcome"] == "passed" and len(records) == 4

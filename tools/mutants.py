@@ -1,18 +1,21 @@
 """Deliberately degraded sm90 kernels, to show that the suite's tolerances catch them (run on an sm_90 GPU).
 
     python tools/mutants.py MUTANT [pytest arguments ...]     # e.g. partial-11 suites/test_kernel.py --gpu hopper
+    python tools/mutants.py --report RUN.json ... [--markdown PAGE]   # RUN.json: a run's --accuracy-json
 
 Each mutant replaces one Gluon helper of the kernel before anything compiles, then runs pytest in this process:
 - partial-BITS (partial-11, partial-12, ...): each 32-wide K block's partial sum keeps BITS significant bits
   (truncated) before its promotion into the fp32 accumulator; Hopper's fp8 wgmma itself keeps ~13;
 - epilogue-EXP (epilogue-9, epilogue-12, ...): the epilogue's two approximations (ex2 and rcp in the sigmoid) each
   come out 2**-EXP too large, so y is off by about 2**-EXP relative.
-Exit status: pytest's, so a mutant that the suite fails to catch shows as a run that passes.
+Exit status: pytest's, so a mutant that the suite fails to catch shows as a run that passes. With pytest's
+--accuracy-json, the file also records the mutant; --report tabulates such files per mutant and parameter set.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sys
 
@@ -71,12 +74,55 @@ def applied(name: str):
         _forget_compiled_hashes()
 
 
+def report(paths: list[str]) -> str:
+    """A markdown table of mutant runs: per mutant and parameter set, the kernel tests failed and the worst figures."""
+    lines = [
+        "| mutant | params | failed | least bitwise | worst ulp | worst scaled | command |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for path in paths:
+        with open(path) as f:
+            run = json.load(f)
+        command = "python tools/mutants.py " + " ".join(run["argv_mutant"])
+        for params in ("seed", "real"):
+            records = [
+                r
+                for r in run["records"]
+                if r["source"] == "kernel" and r["case"].endswith("-real") == (params == "real")
+            ]
+            if records:
+                failed = sum(r["outcome"] == "failed" for r in records)
+                lines.append(
+                    f"| {run['mutant']} | {params} | {failed} of {len(records)} | "
+                    f"{min(r['bitwise_equal'] for r in records):.4%} | {max(r['max_ulp'] for r in records):g} | "
+                    f"{max(r['max_scaled'] for r in records):.3g} | `{command}` |"
+                )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
+    if argv[0] == "--report":
+        paths = [a for a in argv[1:] if not a.startswith("--markdown")]
+        page = argv[argv.index("--markdown") + 1] if "--markdown" in argv else None
+        paths = [p for p in paths if p != page]
+        text = report(paths)
+        if page:
+            with open(page, "w") as f:
+                f.write(text)
+        print(text, end="")
+        return 0
     with applied(argv[0]):
-        return int(pytest.main(argv[1:]))
+        status = int(pytest.main(argv[1:]))
+    out = next((a.split("=", 1)[1] for a in argv if a.startswith("--accuracy-json=")), None)
+    if out:  # name the mutant in the run's record
+        with open(out) as f:
+            run = json.load(f)
+        with open(out, "w") as f:
+            json.dump(run | {"mutant": argv[0], "argv_mutant": argv}, f, indent=1)
+    return status
 
 
 if __name__ == "__main__":
