@@ -59,3 +59,4 @@ def test_report_tabulates_runs_per_mutant_and_parameter_set(tmp_path):
     assert "| epilogue-9 | seed | 0 of 1 | 99.9500% | 1 | 1 |" in table
     command = "`python tools/mutants.py epilogue-9 suites/test_kernel.py`"
     assert f"| epilogue-9 | real | 1 of 1 | 97.0000% | 24 | 5 | {command} |" in table
+    assert table.startswith("# Degraded kernels")

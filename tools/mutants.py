@@ -74,16 +74,22 @@ def applied(name: str):
         _forget_compiled_hashes()
 
 
-def report(paths: list[str]) -> str:
-    """A markdown table of mutant runs: per mutant and parameter set, the kernel tests failed and the worst figures."""
+def report(paths: list[str], page: str = "PAGE") -> str:
+    """A markdown page of mutant runs: per mutant and parameter set, the kernel tests failed and the worst figures."""
     lines = [
+        "# Degraded kernels against the suite's tolerances",
+        "",
+        "Each mutant (tools/mutants.py) runs the kernel tests on the same cases; a mutant caught fails them. Page: "
+        f"`python tools/mutants.py --report {' '.join(paths)} --markdown {page}`.",
+        "",
         "| mutant | params | failed | least bitwise | worst ulp | worst scaled | command |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
     for path in paths:
         with open(path) as f:
             run = json.load(f)
-        command = "python tools/mutants.py " + " ".join(run["argv_mutant"])
+        words = [a for a in run["argv_mutant"] if not a.startswith("--accuracy-json")]  # where it wrote, not what
+        command = "python tools/mutants.py " + " ".join(words)
         for params in ("seed", "real"):
             records = [
                 r
@@ -108,7 +114,7 @@ def main(argv: list[str]) -> int:
         paths = [a for a in argv[1:] if not a.startswith("--markdown")]
         page = argv[argv.index("--markdown") + 1] if "--markdown" in argv else None
         paths = [p for p in paths if p != page]
-        text = report(paths)
+        text = report(paths, page or "PAGE")
         if page:
             with open(page, "w") as f:
                 f.write(text)
