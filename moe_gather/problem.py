@@ -158,7 +158,7 @@ REAL_ALPHA = 1.702  # GPT-OSS's SwiGLU
 REAL_LIMIT = 7.0
 # GPT-OSS's first-matmul weights have a std of ~0.02 against activations of RMS ~1, so its pre-activations are O(1)
 # to O(limit). The weights here are N(0, 1): the activations carry the small factor instead, which puts z's std at
-# ~5 (the seed's at ~54): the clamps cut the tails, and the sigmoid's bend and (linear + 1)'s cancellation are
+# ~5 (the seed's at 27-80): the clamps cut the tails, and the sigmoid's bend and (linear + 1)'s cancellation are
 # populated. x_scale absorbs the factor, so the fp8 codes are what an engine would feed either way.
 REAL_ACTIVATION_STD = 2.0**-4
 OUTLIER_CHANNELS = 4  # hidden channels 10-50x larger than the rest, as the activations of real LLMs have
