@@ -1,3 +1,4 @@
-"""Top-level pytest configuration. The moe-gather plugin itself loads through its pytest11 entry point."""
+"""Top-level pytest configuration: this repository's suites run with the moe-gather plugin (its docstring is the
+manual; other projects enable it with `-p moe_gather.pytest_plugin`), and pytester for the plugin's own tests."""
 
-pytest_plugins = ("pytester",)
+pytest_plugins = ("moe_gather.pytest_plugin", "pytester")

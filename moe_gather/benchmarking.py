@@ -1,9 +1,14 @@
 """The throughput regression gate: stored pytest-benchmark baselines per GPU model, and the verdict per case.
 
-Baselines are pytest-benchmark's own JSON under baselines/<device-slug>/ (`nvidia-h200`, `nvidia-b200`, `cpu`), each
-file recording the device it was measured on in machine_info["moe_gather"]["device"]. In the folder of the device
-under test each case's baseline is the newest file that holds it (a save of one model's cases leaves the other's
-standing); a file from another device is an error, never a warning.
+Baselines are pytest-benchmark's own JSON under baselines/<device-slug>/<machine id>/ (`nvidia-h200`, `nvidia-b200`),
+each file recording the device it was measured on in machine_info["moe_gather"]["device"]. The files are the ones
+pytest-benchmark's storage selects for this machine (the plugin hands them to baseline_from): each case's baseline is
+the newest of them that holds it (a save of one model's cases leaves the other's standing); a file from another
+device is an error, never a warning.
+
+What pytest-benchmark cannot express, and so lives here: thresholds that depend on the case's duration, a second
+measurement before a case fails, the allowance for another physical GPU of the model, and a verdict per case from
+several files.
 
 A case regresses when its median time grows past a noise-aware threshold: by default 5% for cases of 100 us or more
 and 10% below (short kernels jitter more), or the baseline's own interquartile range relative to its median where
@@ -31,6 +36,10 @@ import torch
 
 DEFAULT_THRESHOLDS = "5,10,100"  # percent for long cases, percent for short ones, the boundary in us
 OTHER_GPU_PCT = 5.0  # points added to the allowed slowdown against a baseline from another GPU of the same model
+MAX_PCT = 50.0  # a threshold above this switches the gate off rather than setting it
+# A baseline's own interquartile spread widens its case's allowance up to this: the committed H200 baselines spread
+# 2.1-4.6% at the most, and a wider spread means a baseline too noisy to judge by, not a licence to pass anything.
+MAX_SPREAD = 0.20
 
 
 def cuda_timer() -> float:
@@ -115,35 +124,42 @@ class Baseline:
     gpus: dict[str, str | None] = field(default_factory=dict)
 
 
-def _read_baseline(path: Path) -> tuple[str, dict[str, float], dict[str, float], str | None]:
-    """(device, medians, spreads, GPU UUID) of one saved benchmark file."""
+def _parse_baseline(path, data) -> tuple[str, dict[str, float], dict[str, float], str | None]:
+    """(device, medians, spreads, GPU UUID) of one saved benchmark file's JSON."""
     try:
-        data = json.loads(path.read_text())
         recorded = data["machine_info"]["moe_gather"]["device"]
         medians = {b["name"]: float(b["stats"]["median"]) for b in data["benchmarks"]}
         spreads = {b["name"]: float(b["stats"]["iqr"]) / float(b["stats"]["median"]) for b in data["benchmarks"]}
         return recorded, medians, spreads, data["machine_info"]["moe_gather"].get("gpu_uuid")
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+    except (ValueError, KeyError, TypeError, ZeroDivisionError) as e:
         raise BaselineError(f"baseline {path} is corrupted or not a moe-gather benchmark file: {e!r}") from None
 
 
-def load_baseline(folder: Path, device_name: str | None) -> Baseline:
-    """The baselines of `folder` (pytest-benchmark numbers its saves; a machine-id subfolder is searched too), each
-    checked to come from `device_name`: every case from the newest file that holds it, so that a save of some cases
-    (one model, one routing) leaves the others' baselines standing."""
+def _read_baseline(path: Path) -> tuple[str, dict[str, float], dict[str, float], str | None]:
+    """_parse_baseline of a file."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise BaselineError(f"baseline {path} is corrupted or not a moe-gather benchmark file: {e!r}") from None
+    return _parse_baseline(path, data)
+
+
+def baseline_from(files, device_name: str | None, where: str) -> Baseline:
+    """The baseline of `files` ((path, JSON) pairs, oldest first, as pytest-benchmark's storage loads them), each
+    checked to come from `device_name`: every case from the newest file that holds it. `where` names the storage."""
     device = device_name or "cpu"
-    files = sorted(list(folder.glob("*.json")) + list(folder.glob("*/*.json")), key=lambda p: p.name)
+    files = list(files)
     if not files:
-        raise BaselineError(f"no baseline for {device} in {folder}: save one (README, 'Baselines')")
+        raise BaselineError(f"no baseline for {device} in {where} (for this machine's Python): save one first")
     medians, spreads, gpus = {}, {}, {}
-    for path in files:  # oldest first: a newer file's cases replace an older one's
-        recorded, file_medians, file_spreads, gpu = _read_baseline(path)
+    for path, data in files:  # oldest first: a newer file's cases replace an older one's
+        recorded, file_medians, file_spreads, gpu = _parse_baseline(path, data)
         if recorded != device:
             raise BaselineError(f"baseline {path} was measured on {recorded}, this run is on {device}")
         medians |= file_medians
         spreads |= file_spreads
         gpus |= dict.fromkeys(file_medians, gpu)
-    return Baseline(path, device, medians, spreads, gpus)
+    return Baseline(Path(files[-1][0]), device, medians, spreads, gpus)
 
 
 @dataclass(frozen=True)
@@ -158,8 +174,10 @@ class Thresholds:
             long_pct, short_pct, boundary = (float(v) for v in text.split(","))
         except ValueError:
             raise ValueError(f"--regression-threshold takes LONG_PCT,SHORT_PCT,BOUNDARY_US, got {text!r}") from None
-        if min(long_pct, short_pct) <= 0 or boundary <= 0:
-            raise ValueError(f"--regression-threshold values must be positive, got {text!r}")
+        if not all(0 < pct <= MAX_PCT for pct in (long_pct, short_pct)):  # NaN fails every comparison
+            raise ValueError(f"--regression-threshold: percentages must lie in (0, {MAX_PCT:g}], got {text!r}")
+        if not 0 < boundary <= 1e6:
+            raise ValueError(f"--regression-threshold: the boundary must lie in (0, 1e6] us, got {text!r}")
         return cls(long_pct, short_pct, boundary)
 
     def allowed(self, baseline_seconds: float) -> float:
@@ -204,12 +222,13 @@ def judge(
     """Compare a case's median with its baseline; the allowed slowdown is the threshold or the baseline's spread,
     whichever is wider, OTHER_GPU_PCT points more where `gpu` (this run's GPU UUID) is not the baseline's. A
     suspected regression is measured again (`remeasure()` returns seconds) and the better of the two counts. A case
-    absent from the baseline raises BaselineError."""
+    absent from the baseline raises BaselineError. The spread counts up to MAX_SPREAD."""
     if name not in baseline.medians:
         raise BaselineError(f"no baseline for {name} in {baseline.path} or any older file beside it")
     reference = baseline.medians[name]
     other_gpu = gpu is not None and gpu != baseline.gpus.get(name)
-    allowed = max(thresholds.allowed(reference), baseline.spreads[name]) + (OTHER_GPU_PCT / 100 if other_gpu else 0)
+    spread = min(baseline.spreads[name], MAX_SPREAD)
+    allowed = max(thresholds.allowed(reference), spread) + (OTHER_GPU_PCT / 100 if other_gpu else 0)
     verdict = Verdict(name, reference, measured, allowed, other_gpu)
     if verdict.regressed and remeasure is not None:
         verdict = Verdict(name, reference, min(measured, remeasure()), allowed, other_gpu)

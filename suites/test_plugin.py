@@ -10,6 +10,15 @@ import torch
 from moe_gather import pytest_plugin
 from moe_gather.problem import DECODE_BATCHES, MODELS, PARAMS, MoEModel, batch_sizes, cases
 
+ENABLED = 'pytest_plugins = ("moe_gather.pytest_plugin",)\n'  # the inner runs enable the plugin as this repository does
+
+
+@pytest.fixture(autouse=True)
+def _plugin_enabled(request):
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester").makeconftest(ENABLED)
+
+
 CASE_TEST = """
 import pytest
 import torch
@@ -147,7 +156,8 @@ def test_resolve_target():
     assert pytest_plugin.resolve_target("auto", h200).tier == "hopper"
     assert pytest_plugin.resolve_target("auto", ("B200", (10, 0))).tier == "blackwell"
     assert pytest_plugin.resolve_target("auto", None).why_cpu == "no CUDA device"
-    assert pytest_plugin.resolve_target("auto", ("A100", (8, 0))).why_cpu == "no kernel for A100 (sm_80)"
+    with pytest.raises(pytest.UsageError, match=r"--gpu auto: moe-gather has no kernel for A100 \(sm_80\)"):
+        pytest_plugin.resolve_target("auto", ("A100", (8, 0)))
     assert pytest_plugin.resolve_target("cpu", h200).tier == "cpu"
     # benchmarks and baselines belong to the tier measured: --gpu cpu on a GPU machine gates against baselines/cpu
     assert pytest_plugin.resolve_target("cpu", h200).measured is None
@@ -219,3 +229,58 @@ def test_accuracy_is_summarised_and_written_as_json(pytester):
     assert by_case["gpt-oss-120b-zipf-bs4096"]["bitwise_equal"] == 0.5
     assert by_case["gpt-oss-120b-uniform-bs128"] | {} == by_case["gpt-oss-120b-uniform-bs128"]
     assert by_case["gpt-oss-120b-uniform-bs128"]["outcome"] == "passed" and len(records) == 4
+
+
+def test_auto_on_a_gpu_without_a_kernel_stops_the_run(pytester, monkeypatch):
+    """An sm_80 GPU, faked by its capability: no green run that tested nothing."""
+    monkeypatch.setattr(pytest_plugin, "detect_gpu", lambda: ("NVIDIA A100-SXM4-80GB", (8, 0)))
+    pytester.makepyfile(test_cases=CASE_TEST)
+    result = pytester.runpytest("--batch-sizes", "128")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gpu auto: moe-gather has no kernel for NVIDIA A100-SXM4-80GB (sm_80)*"])
+
+
+def test_auto_without_a_gpu_runs_the_cpu_tier_and_says_so(pytester, monkeypatch):
+    monkeypatch.setattr(pytest_plugin, "detect_gpu", lambda: None)
+    pytester.makepyfile(test_cases=CASE_TEST)
+    result = pytester.runpytest("--batch-sizes", "128", "--params", "seed")
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines(["moe-gather: tier cpu, device no CUDA device (no CUDA device)"])
+
+
+BENCH_TEST = """
+import pytest
+
+def test_case(case):
+    assert case.batch == 128
+
+def test_timed(case, benchmark):
+    benchmark(lambda: None)
+"""
+
+
+def test_runs_without_pytest_benchmark(pytester):
+    """-p no:benchmark (or pytest-benchmark not installed): no unknown-hook error, correctness runs, benchmarks skip
+    saying why."""
+    pytester.makepyfile(test_cases=BENCH_TEST)
+    result = pytester.runpytest("-p", "no:benchmark", "--gpu", "cpu", "--batch-sizes", "128", "--params", "seed", "-rs")
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines(["*pytest-benchmark is not active here (not installed, or -p no:benchmark)*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_plot_without_matplotlib_is_a_usage_error_up_front(pytester, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    pytester.makepyfile(test_cases=CASE_TEST)
+    result = pytester.runpytest("--gpu", "cpu", "--batch-sizes", "128", "--benchmark-plot=t.png")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--benchmark-plot needs matplotlib: pip install 'moe-gather?plot?'*"])
