@@ -244,14 +244,14 @@ def main(argv=None):
     if args.from_json:
         data = _merged(args.from_json)
     else:
-        if not torch.cuda.is_available():
-            parser.error("measuring needs a CUDA GPU (--from-json renders committed data)")
-        import triton
-
         try:
             batches = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else None
         except ValueError as e:
             parser.error(f"--batch-sizes: {e}")
+        if not torch.cuda.is_available():
+            parser.error("measuring needs a CUDA GPU (--from-json renders committed data)")
+        import triton
+
         pick = lambda value, every: every if value == "all" else (value,)
         device = {"name": torch.cuda.get_device_name(), "capability": torch.cuda.get_device_capability()}
         stack = f"torch {torch.__version__}, triton {triton.__version__}, CUDA {torch.version.cuda}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+from statistics import geometric_mean
 
 import torch
 import triton
@@ -71,19 +71,15 @@ def time_peer(problem) -> float:
     return sustained_seconds(graphed(call.run)) * 1e6
 
 
-def _geomean(values):
-    return math.exp(sum(map(math.log, values)) / len(values))
-
-
 def summarize(rows) -> dict:
     """Geometric means over cases: % of roofline, and the speedup over the peer where it ran."""
     speedups = [r["speedup"] for r in rows if "speedup" in r]
     roofs = [r["pct_roof"] for r in rows]
-    summary = {"cases": len(rows), "geomean_pct_roof": _geomean(roofs), "min_pct_roof": min(roofs)}
+    summary = {"cases": len(rows), "geomean_pct_roof": geometric_mean(roofs), "min_pct_roof": min(roofs)}
     if speedups:
         summary |= {
             "peer_cases": len(speedups),
-            "geomean_speedup": _geomean(speedups),
+            "geomean_speedup": geometric_mean(speedups),
             "min_speedup": min(speedups),
             "cases_slower_than_peer": sum(s < 1 for s in speedups),
         }

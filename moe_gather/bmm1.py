@@ -12,16 +12,18 @@ one raises ValueError naming it. The kernel writes only `out`.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 
 import torch
 
 from . import _sm90, _sm100
 from .mxfp4 import MX_BLOCK, MXFP4Weights
-from .routing import RaggedMetadata
+from .routing import DEBUG_ENV, RaggedMetadata  # DEBUG_ENV "1": also check what costs a device sync
 
 _KERNELS = {9: _sm90, 10: _sm100}  # compute capability major -> kernel module (10: compiled, never run here)
 _WEIGHT_TYPES = {9: _sm90.Sm90Weights, 10: _sm100.Sm100Weights}
+_CONFIG_TYPES = {9: _sm90.Sm90Config, 10: _sm100.Sm100Config}
 
 
 def has_kernel(capability: tuple[int, int] | None) -> bool:
@@ -47,13 +49,14 @@ def select_config(ragged, capability: tuple[int, int] | None = None):
 
 def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = None):
     """MXFP4 expert weights -> the layout of the kernel for `capability` (default: their device's GPU).
-    Works on any device, so layouts can be built and checked on the CPU."""
+    Works on any device, so layouts can be built and checked on the CPU (there `capability` is required)."""
     if not isinstance(weights, MXFP4Weights):
         raise ValueError(f"weights must be MXFP4Weights, got {type(weights).__name__}")
-    return _kernel(capability or _capability(weights.device)).prepare_weights(weights)
-
-
-DEBUG_ENV = "MOE_GATHER_DEBUG"  # "1": also check what costs a device sync (gather indices, slice sums)
+    if capability is None:
+        if weights.device.type != "cuda":
+            raise ValueError(f"prepare_weights: weights on {weights.device} need a capability, e.g. (9, 0)")
+        capability = _capability(weights.device)
+    return _kernel(capability).prepare_weights(weights)
 
 
 def _check_tensor(name, t, dtype, ndim):
@@ -67,6 +70,25 @@ def _check_tensor(name, t, dtype, ndim):
         raise ValueError(f"{name} must be contiguous")
 
 
+def _host_number(name: str, value, positive: bool = False) -> float:
+    """A host-side scalar: a Python or numpy real number (not a bool, not a tensor), finite (and > 0 if `positive`)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a finite number (Python or numpy), got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or (positive and value <= 0):
+        raise ValueError(f"{name} must be a finite{' positive' if positive else ''} number, got {value!r}")
+    return value
+
+
+def _tensors_of(obj) -> list[tuple[str, torch.Tensor]]:
+    """The tensors a prepared-weights or ragged-metadata object holds (its schedules' too), with their names."""
+    found = []
+    for name, value in vars(obj).items():
+        values = value.items() if isinstance(value, dict) else [("", value)]
+        found += [(f"{name}[{k}]" if k != "" else name, v) for k, v in values if isinstance(v, torch.Tensor)]
+    return found
+
+
 def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.device != b.device:
         return False
@@ -74,7 +96,7 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
 
 
-def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out):
+def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Every host-side check of moe_bmm1, in an order that needs no GPU until the devices: types, dtypes, shapes,
     contiguity, the output, then devices and the kernel for the device. Raises ValueError naming the argument.
     Returns the output shape (tokens, N/2) and the kernel module for the device."""
@@ -107,17 +129,33 @@ def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, a
         _check_tensor(name, scale, torch.float32, 1)
         if scale.numel() != 1:
             raise ValueError(f"{name} must hold one element, got {scale.numel()}")
-    for name, value in (("alpha", alpha), ("limit", limit)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
+    _host_number("alpha", alpha)
+    _host_number("limit", limit, positive=True)  # the clamps are [-limit, limit]
+    if config is not None and not isinstance(config, tuple(_CONFIG_TYPES.values())):
+        raise ValueError(
+            f"config must be a kernel config (Sm90Config, Sm100Config) or None, got {type(config).__name__}"
+        )
     if out is not None:
         _check_tensor("out", out, torch.float8_e4m3fn, 2)
         if tuple(out.shape) != (tokens, n // 2):
             raise ValueError(f"out must be [{tokens}, {n // 2}], got {tuple(out.shape)}")
-        inputs = (("x", x), ("bias", bias), ("gather_indx", gather_indx), ("x_scale", x_scale))
-        for name, t in (*inputs, ("out_scale", out_scale), ("ragged.slice_sizes", ragged.slice_sizes)):
+        inputs = [
+            ("x", x),
+            ("bias", bias),
+            ("gather_indx", gather_indx),
+            ("x_scale", x_scale),
+            ("out_scale", out_scale),
+        ]
+        inputs += [(f"weights.{n}", t) for n, t in _tensors_of(weights)]
+        inputs += [(f"ragged.{n}", t) for n, t in _tensors_of(ragged)]
+        for name, t in inputs:
             if _overlaps(out, t):
                 raise ValueError(f"out overlaps {name}")
+    if os.environ.get(DEBUG_ENV) == "1":
+        for name, scale in (("x_scale", x_scale), ("out_scale", out_scale)):
+            value = float(scale.item())
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be finite and positive, got {value!r}")
     device = x.device
     if device.type != "cuda":
         raise ValueError(f"x must be on a CUDA device, got {device}")
@@ -131,8 +169,10 @@ def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, a
     kernel = _kernel(capability, f" ({device})")
     if not isinstance(weights, _WEIGHT_TYPES[capability[0]]):
         raise ValueError(f"weights were prepared for another GPU ({type(weights).__name__})")
-    if os.environ.get(DEBUG_ENV) == "1" and tokens:
-        if int(gather_indx.min()) < 0 or int(gather_indx.max()) >= batch:
+    if config is not None and not isinstance(config, _CONFIG_TYPES[capability[0]]):
+        raise ValueError(f"config is a {type(config).__name__}, this GPU runs {_CONFIG_TYPES[capability[0]].__name__}")
+    if os.environ.get(DEBUG_ENV) == "1":
+        if tokens and (int(gather_indx.min()) < 0 or int(gather_indx.max()) >= batch):
             raise ValueError(f"gather_indx has values outside [0, {batch})")
         if int(ragged.slice_sizes.sum()) != tokens:
             raise ValueError(f"ragged.slice_sizes sum to {int(ragged.slice_sizes.sum())}, gather_indx has {tokens}")
@@ -158,15 +198,18 @@ def moe_bmm1(
     x fp8 e4m3 [batch, K]; weights from prepare_weights ([E, K, N] logical); bias fp32 [E, N]; gather_indx int32
     [tokens], the rows of each expert's slice in order; ragged: the slices (moe_gather.routing); x_scale and
     out_scale: fp32 tensors of one element (kept on the device, so the call can be captured in a CUDA graph);
-    alpha, limit: SwiGLU parameters; out: optional fp8 [tokens, N/2] output; config: a kernel config to force
-    (tests and sweeps), else the kernel's table chooses (select_config).
-    Contract, checked only with MOE_GATHER_DEBUG=1 (the checks cost a device sync): gather_indx values lie in
-    [0, batch) and ragged.slice_sizes sum to the tokens. NaN and Inf in x, bias or the scales behave as the golden
-    reference states (NaN propagates; see moe_gather.reference).
+    alpha, limit: SwiGLU parameters, Python or numpy numbers (limit > 0); out: optional fp8 [tokens, N/2] output,
+    overlapping no input; config: the kernel's own config type, to force one (tests and sweeps), else the kernel's
+    table chooses (select_config).
+    Contract, checked only with MOE_GATHER_DEBUG=1 (the checks read device memory: a sync, and no CUDA graph
+    capture): x_scale and out_scale finite and positive, gather_indx values in [0, batch), ragged.slice_sizes
+    summing to the tokens. NaN and Inf in x or bias behave as the golden reference states (NaN propagates; see
+    moe_gather.reference).
     """
     tokens, half_n, kernel = check_arguments(
-        x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out
+        x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config
     )
+
     if out is None:
         out = torch.empty((tokens, half_n), dtype=torch.float8_e4m3fn, device=x.device)
     if tokens == 0:

@@ -7,6 +7,8 @@ lower expert id) so that CPU and GPU agree.
 
 from __future__ import annotations
 
+import numbers
+import os
 from dataclasses import dataclass, field
 
 import torch
@@ -14,6 +16,8 @@ import torch
 BLOCK_SIZES = (8, 16, 32, 64, 128)  # BLOCK_M values the kernels tile ragged slices with
 SCHEDULE_PID_SHIFT = 16  # schedule entry = slice | pid_m << 16, as in the seed
 SCHEDULE_UNUSED = -1  # padding of the schedule past its last block
+INT32_MAX = 2**31 - 1
+DEBUG_ENV = "MOE_GATHER_DEBUG"  # "1": also check what costs a device sync (as moe_gather.bmm1)
 
 
 @dataclass(frozen=True)
@@ -164,9 +168,27 @@ def _tile(
     return offs, torch.where(j < offs[-1], packed, SCHEDULE_UNUSED).to(torch.int32)
 
 
+def _count(name: str, value) -> int:
+    """A host-side count: a Python or numpy integer >= 0 (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    return int(value)
+
+
 def make_ragged_metadata(slice_sizes: torch.Tensor, tokens: int, expected_slice_size: int) -> RaggedMetadata:
     """Ragged metadata from slice sizes, on their device, without a host sync (`tokens` is the sum, known from
-    the gather indices' shape)."""
+    the gather indices' shape). slice_sizes: a 1-D integer tensor; its values (>= 0, within int32, summing to
+    `tokens`) are checked where reading them costs no device sync, on the CPU, and on a GPU with MOE_GATHER_DEBUG=1."""
+    if not isinstance(slice_sizes, torch.Tensor) or slice_sizes.ndim != 1:
+        raise ValueError(f"slice_sizes must be a 1-D tensor, got {getattr(slice_sizes, 'shape', type(slice_sizes))}")
+    if slice_sizes.dtype.is_floating_point or slice_sizes.dtype.is_complex or slice_sizes.dtype == torch.bool:
+        raise ValueError(f"slice_sizes must hold integers, got {slice_sizes.dtype}")
+    tokens, expected_slice_size = _count("tokens", tokens), _count("expected_slice_size", expected_slice_size)
+    if slice_sizes.device.type == "cpu" or os.environ.get(DEBUG_ENV) == "1":
+        if slice_sizes.numel() and (int(slice_sizes.min()) < 0 or int(slice_sizes.max()) > INT32_MAX):
+            raise ValueError(f"slice_sizes must lie in [0, {INT32_MAX}], got {slice_sizes.tolist()}")
+        if int(slice_sizes.sum()) != tokens:
+            raise ValueError(f"slice_sizes sum to {int(slice_sizes.sum())}, not tokens = {tokens}")
     n = slice_sizes.shape[0]
     if n >= 1 << SCHEDULE_PID_SHIFT:
         raise ValueError(f"at most {(1 << SCHEDULE_PID_SHIFT) - 1} slices fit the packed schedule, got {n}")
@@ -204,11 +226,19 @@ def topk_softmax(logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.
 def route(logits: torch.Tensor, top_k: int, num_shards: int, local_shard: int) -> Routing:
     """Route every token to its top-k experts and keep the rows of `local_shard`'s experts (contiguous ids,
     shard i owns [i * E / shards, (i + 1) * E / shards), as triton_kernels' make_expt_dict_uniform)."""
+    if not isinstance(logits, torch.Tensor) or logits.ndim != 2 or not logits.dtype.is_floating_point:
+        got = f"{logits.dtype} of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else type(logits)
+        raise ValueError(f"logits must be a 2-D floating-point tensor [batch, experts], got {got}")
     batch, num_experts = logits.shape
-    if num_experts % num_shards:
-        raise ValueError(f"{num_experts} experts do not split into {num_shards} shards")
-    if not 0 <= local_shard < num_shards:
+    num_shards = _count("num_shards", num_shards)
+    if not 1 <= _count("top_k", top_k) <= num_experts:
+        raise ValueError(f"top_k must be in [1, {num_experts}] (the experts), got {top_k}")
+    if num_shards == 0 or num_experts % num_shards:
+        raise ValueError(f"num_shards must divide the {num_experts} experts, got {num_shards}")
+    if not 0 <= _count("local_shard", local_shard) < num_shards:
         raise ValueError(f"local_shard must be in [0, {num_shards}), got {local_shard}")
+    if bool(torch.isnan(logits).any()):  # a sync; routing is host-driven anyway (bincount, shapes)
+        raise ValueError("logits hold NaN: top-k of NaN is no routing")
     ids, weights = topk_softmax(logits, top_k)
     per_shard = num_experts // num_shards
     first = local_shard * per_shard

@@ -1,8 +1,10 @@
 """moe_bmm1's host checks: each bad argument is a ValueError naming it, raised before any launch. They run on the
 CPU: every check but the last (the device) needs no GPU."""
 
+import re
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -57,6 +59,12 @@ BAD = {
     "out_scale size": ({"out_scale": torch.ones(2)}, "out_scale must hold one element"),
     "alpha nan": ({"alpha": float("nan")}, "alpha must be a finite number"),
     "limit type": ({"limit": "1.4"}, "limit must be a finite number"),
+    "alpha tensor": ({"alpha": torch.tensor(1.1)}, "alpha must be a finite number .Python or numpy., got Tensor"),
+    "alpha bool": ({"alpha": True}, "alpha must be a finite number"),
+    "limit zero": ({"limit": 0.0}, "limit must be a finite positive number, got 0.0"),
+    "limit negative numpy": ({"limit": np.float32(-1.4)}, "limit must be a finite positive number"),
+    "limit inf": ({"limit": float("inf")}, "limit must be a finite positive number"),
+    "config type": ({"config": {"block_m": 64}}, "config must be a kernel config .Sm90Config, Sm100Config. or None"),
     "out dtype": ({"out": torch.zeros(6, N // 2)}, "out must be torch.float8_e4m3fn"),
     "out shape": ({"out": torch.zeros(6, N).to(torch.float8_e4m3fn)}, r"out must be \[6, 32\]"),
 }  # fmt: skip
@@ -82,6 +90,55 @@ def test_output_aliasing_an_input_is_refused():
     x = torch.zeros(BATCH, K).to(torch.float8_e4m3fn)
     with pytest.raises(ValueError, match="out overlaps x"):
         _call(x=x, out=x.view(-1)[: 6 * (N // 2)].view(6, N // 2))
+
+
+@pytest.mark.parametrize("number", [1.1, 2, np.float32(1.1), np.float64(1.1), np.int64(2)], ids=repr)
+def test_host_numbers_are_accepted_by_one_rule(number):
+    """Python and numpy reals alike (numbers.Real): past every check, to the device's."""
+    with pytest.raises(ValueError, match="x must be on a CUDA device"):
+        _call(alpha=number, limit=number)
+
+
+def _overlaid(t: torch.Tensor, out_bytes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(a copy of `t`, an fp8 [6, N/2] output) that share their first bytes."""
+    room = torch.zeros(max(out_bytes, t.numel() * t.element_size()), dtype=torch.uint8)
+    copy = room[: t.numel() * t.element_size()].view(t.dtype).view(t.shape)
+    copy.copy_(t)
+    return copy, room[:out_bytes].view(torch.float8_e4m3fn).view(6, N // 2)
+
+
+@pytest.mark.parametrize("where", ["weights.words", "weights.scales", "ragged.block_schedule[64]", "ragged.slice_offs"])
+def test_output_over_the_prepared_weights_or_the_schedules_is_refused(where):
+    args = _args()
+    owner_name, attribute = where.split(".")
+    owner = args[owner_name]
+    if "[" in attribute:
+        attribute, key = attribute.rstrip("]").split("[")
+        copy, out = _overlaid(getattr(owner, attribute)[int(key)], 6 * (N // 2))
+        getattr(owner, attribute)[int(key)] = copy
+    else:
+        copy, out = _overlaid(getattr(owner, attribute), 6 * (N // 2))
+        args[owner_name] = replace(owner, **{attribute: copy})
+    with pytest.raises(ValueError, match=f"out overlaps {re.escape(where)}"):
+        _call(**(args | {"out": out}))
+
+
+@pytest.mark.parametrize("name", ["x_scale", "out_scale"])
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), float("inf")])
+def test_scale_values_are_checked_in_debug_mode(monkeypatch, name, value):
+    """The scales live on the device: reading them costs a sync (and no graph capture), so MOE_GATHER_DEBUG=1
+    checks them; without it the call goes on (here, to the device check)."""
+    with pytest.raises(ValueError, match="x must be on a CUDA device"):
+        _call(**{name: torch.full((1,), value)})
+    monkeypatch.setenv("MOE_GATHER_DEBUG", "1")
+    with pytest.raises(ValueError, match=f"{name} must be finite and positive"):
+        _call(**{name: torch.full((1,), value)})
+
+
+def test_cpu_weights_without_a_capability_are_refused():
+    w = quantize_mxfp4(torch.randn(E, K, N))
+    with pytest.raises(ValueError, match="prepare_weights: weights on cpu need a capability"):
+        bmm1.prepare_weights(w)
 
 
 def test_valid_arguments_on_the_cpu_stop_at_the_device():

@@ -1,5 +1,6 @@
 """Routing: determinism, the gather indices, slice sizes and the block schedule against brute force."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -169,3 +170,55 @@ def test_route_checks_its_arguments():
         route(logits, 2, 4, 4)
     with pytest.raises(ValueError, match="routing must be"):
         make_logits("hot", 4, 12, 2, 0)
+
+
+LOGITS = torch.randn(8, 16, generator=torch.Generator().manual_seed(1)).half()
+
+
+@pytest.mark.parametrize(
+    ("sizes", "tokens", "why"),
+    [
+        (torch.tensor([4.7, 1.9]), 6, "slice_sizes must hold integers, got torch.float32"),
+        (torch.tensor([True, False]), 1, "slice_sizes must hold integers"),
+        (torch.tensor([2**32 + 4, 0]), 4, r"slice_sizes must lie in \[0, 2147483647\]"),
+        (torch.tensor([5, -1]), 4, r"slice_sizes must lie in \[0, 2147483647\]"),
+        (torch.tensor([4, 2], dtype=torch.int32), 7, "slice_sizes sum to 6, not tokens = 7"),
+        (torch.tensor([[4, 2]], dtype=torch.int32), 6, "slice_sizes must be a 1-D tensor"),
+        ([4, 2], 6, "slice_sizes must be a 1-D tensor"),
+        (torch.tensor([4, 2], dtype=torch.int32), 6.0, "tokens must be an integer >= 0, got 6.0"),
+        (torch.tensor([4, 2], dtype=torch.int32), -6, "tokens must be an integer >= 0"),
+    ],
+    ids=["floats", "bools", "past int32", "negative", "sum", "2-D", "a list", "tokens float", "tokens negative"],
+)
+def test_ragged_metadata_refuses_bad_sizes_by_name(sizes, tokens, why):
+    with pytest.raises(ValueError, match=why):
+        make_ragged_metadata(sizes, tokens, 3)
+
+
+def test_ragged_metadata_takes_int64_and_numpy_counts():
+    ragged = make_ragged_metadata(torch.tensor([4, 2]), np.int64(6), np.int32(3))
+    assert ragged.slice_sizes.dtype == torch.int32 and ragged.tokens == 6 and ragged.slice_sizes.tolist() == [4, 2]
+
+
+@pytest.mark.parametrize(
+    ("logits", "top_k", "num_shards", "local_shard", "why"),
+    [
+        (LOGITS, 4, 0, 0, "num_shards must divide the 16 experts, got 0"),
+        (LOGITS, 4, 3, 0, "num_shards must divide the 16 experts, got 3"),
+        (LOGITS, 4, 2.0, 0, "num_shards must be an integer"),
+        (LOGITS, 0, 2, 0, r"top_k must be in \[1, 16\]"),
+        (LOGITS, 17, 2, 0, r"top_k must be in \[1, 16\]"),
+        (LOGITS, 2.5, 2, 0, "top_k must be an integer"),
+        (LOGITS, True, 2, 0, "top_k must be an integer"),
+        (LOGITS, 4, 2, 2, r"local_shard must be in \[0, 2\)"),
+        (LOGITS, 4, 2, -1, "local_shard must be an integer >= 0"),
+        (LOGITS[0], 4, 2, 0, "logits must be a 2-D floating-point tensor"),
+        (LOGITS.long(), 4, 2, 0, "logits must be a 2-D floating-point tensor"),
+        (torch.where(torch.arange(16) == 3, float("nan"), LOGITS), 4, 2, 0, "logits hold NaN"),
+    ],
+    ids=["no shards", "shards not dividing", "shards float", "top_k 0", "top_k past experts", "top_k float",
+         "top_k bool", "shard past", "shard negative", "1-D logits", "integer logits", "NaN logits"],
+)  # fmt: skip
+def test_route_refuses_bad_arguments_by_name(logits, top_k, num_shards, local_shard, why):
+    with pytest.raises(ValueError, match=why):
+        route(logits, top_k, num_shards, local_shard)
