@@ -6,11 +6,9 @@ division, and x / 0 and 0 / 0 alike; a subnormal out_scale below 2 ** -126 may h
 conversion saturates to +-448. These fp32 roundings flip an fp8 output against the exact reference now and then, by
 one ulp (reference.TOLERANCES).
 
-The accumulator goes through shared memory once, into rows of tokens with VEC consecutive weight rows a thread.
-The sm90 kernel's 128-token tiles take VEC 16 and the clamps as PTX min / max .NaN: their epilogue 627 SASS a warp
-against 1083 (VEC 2 and selects, 31 one-byte stores), 1.04x-1.05x the speed of the whole kernel on the H200
-(results/runs_2026-11-30_s11/, call 8). The smaller tiles keep VEC 2 and selects: VEC 4 and min / max there left
-their K loops' SASS as it was and shortened the epilogue, but measured 0.96x-1.01x."""
+The accumulator goes through shared memory once, into rows of tokens with VEC consecutive weight rows per thread.
+The sm90 kernel's 128-token tiles take VEC 16 (wide stores) and the clamps as PTX min / max .NaN, which halve their
+epilogue's instructions; the smaller tiles keep VEC 2 and selects, where the wider form does not pay."""
 
 import triton.language as tl
 from triton.experimental import gluon
@@ -33,7 +31,7 @@ def swiglu_store(
     row0,  # first weight row of the tile in the [E * N] bias
     m0, pid_n, start, size,  # the tile's first row in its slice, column block, the slice's first output row, size
     N: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-    VEC: gl.constexpr = 2,  # consecutive weight rows a thread holds after the transpose: VEC / 2 outputs a store
+    VEC: gl.constexpr = 2,  # consecutive weight rows each thread holds after the transpose: VEC / 2 outputs per store
     NAN_MIN_MAX: gl.constexpr = False,  # the clamps as min / max that keep NaN (one instruction each); else selects
 ):  # fmt: skip
     LANES_N: gl.constexpr = min(32, BLOCK_N // VEC)

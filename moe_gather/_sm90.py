@@ -3,7 +3,7 @@
 One program computes one (token block, weight-row block) tile of one expert, swap-AB: the weights are the wgmma's
 64-row side (each warpgroup owns 64 rows of W^T) and the expert's few gathered tokens its N side (block_m = 8..128),
 so small slices waste no MMA rows; a slice's last tile narrows to the width its rows need (a half or a quarter of
-block_m, one launch), or takes up to `extra` rows past block_m on a second wgmma a block. A ring of shared-memory
+block_m, one launch), or takes up to `extra` rows past block_m on a second wgmma per block. A ring of shared-memory
 stages, filled with cp.async, holds for each 128-wide K tile the gathered x rows, the packed weights and their scales.
 Each thread reads its own packed words and turns them into fp8 in registers, directly in the layout of wgmma's
 register A operand (e2m1 values are e4m3 values times 2 ** -6 once their bits sit where e4m3 keeps them: 5 logic ops
@@ -57,7 +57,7 @@ class Sm90Weights(ExpertShape):
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
-    zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op a scale
+    zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op per scale
 
     _leading = "scales"
 
@@ -84,15 +84,14 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
     magnitudes (3 bits) are byte-permute selectors, half h's byte i in nibble 4h + i; signs sit where one shift lands
     them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4), half 1's at bit 8i + 7.
     The words are stored tile-major, [E, row block of 64, K tile of 128, row, 64 bytes], K padded with zeros to whole
-    tiles: a stage's copy of a row block is one 4 KB piece (row-major, 64 pieces of 64 bytes 1440 bytes apart, ran
-    1.01x-1.25x slower on the H200, the weight-streaming cases most: results/runs_2026-11-30_s6/).
+    tiles: a stage's copy of a row block is one 4 KB piece, one DRAM stream instead of 64 of 64 bytes.
     Scales: [E, K tile, N, block of the tile], so that one K tile's scales for a block of rows are contiguous.
     `zero_scale`: whether a block with a nonzero code has scale e8m0 0 (2 ** -127, which the kernel then builds as
-    an fp32 subnormal, one instruction more a scale); a block of zeros gives zeros at any scale, so the kernel reads
+    an fp32 subnormal, one instruction more per scale); a block of zeros gives zeros at any scale, so the kernel reads
     e8m0 0 as 0 when no such block exists (and quantizers write all-zero blocks with scale 0).
 
-    The fp8 path's bit-spread encoding (7% faster in geometric mean over the 96 cases on the H200 than magnitudes as
-    selectors of a byte-permute table, which the fp16 path keeps; results/NOTES_sm90.md): the codes' bits sit where
+    The fp8 path's bit-spread encoding (faster than magnitudes as selectors of a byte-permute table, which the fp16
+    path keeps): the codes' bits sit where
     an e4m3 byte has them: code (s, e1, e0, m) as the byte s << 7 | e1 << 4 | e0 << 3 | m << 2 is the e4m3 value of
     the e2m1 value times 2 ** -6, exactly (e2m1's exponent 0 lands on e4m3's subnormals). Half 0's byte i holds bits
     7, 4, 3, 2 of byte i (one AND yields its fp8 word); half 1 sits in bits 5, 6, 1, 0 (s, e1, e0, m), which two
@@ -181,7 +180,7 @@ class Sm90Config:
     num_buffers: int  # pipeline stages; num_buffers - 1 K tiles are loaded ahead
     num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
-    # Even and odd K tiles in two sets of buffers, the loop unrolled by two: one bar.sync a tile instead of two (the
+    # Even and odd K tiles in two sets of buffers, the loop unrolled by two: one bar.sync per tile instead of two (the
     # kernel's PAIRS). Unrolled, ptxas keeps more of two tiles live: the block_m 32 entries need an 80-register cap
     # for it (98 uncapped); block_m 64 on one warpgroup would lose a program a multiprocessor (162 registers), on two
     # it keeps its 2 (124 with extra rows).
@@ -193,7 +192,7 @@ class Sm90Config:
     # The grid's tiles ordered by the rows they hold, most first (RaggedMetadata.widest_first): the slices' narrowed
     # last tiles run last. False: slice by slice.
     widest_first: bool = False
-    # Two partial sums a warpgroup: block j + 1's wgmma runs while block j's partial is promoted (32 registers more a
+    # Two partial sums per warpgroup: block j + 1's wgmma runs while block j's partial is promoted (32 registers more a
     # thread at block_m 64). Without, each warp waits on its wgmma before promoting.
     overlap: bool = False
     # Skewed routing (one hot expert, many light ones): slices of more than split_at rows go to a second launch
@@ -202,7 +201,7 @@ class Sm90Config:
     large_block_m: int = 64
     large_num_buffers: int = 4
     # Rows past block_m that a slice's last tile takes instead of a tile of their own (0, or a power of two from 16
-    # up to block_m / 2): a second wgmma a block, of `extra` tokens, on the same converted weights, with a ring one
+    # up to block_m / 2): a second wgmma per block, of `extra` tokens, on the same converted weights, with a ring one
     # stage shallower (so that its x rows fit the same shared memory; with pairs, that tile runs unpaired). A slice
     # of 65-80 rows at block_m 64 converts its weights once instead of twice.
     extra: int = 0
@@ -233,62 +232,16 @@ class Sm90Config:
         return (small, (self.large_block_m, self.large_num_buffers)) if self.split_at else (small,)
 
 
-# rows per local slice of the call (select_config) up to which a config is chosen -> config; first match wins. From the
-# sweeps on the H200 (results/runs_2026-11-30_s7/, _s8/, _s9/; the history in results/NOTES_sm90.md): a tile's cost is
-# its weight conversion plus its promotions (block_m / 2 FFMA a thread per 32-wide K block), so the smallest tile that
-# holds a typical slice wins until the wgmma's latency dominates. Every entry narrows a slice's last tile to the rows it
-# holds (`narrow`: 1.01x-1.17x over the same tile without, on every case tried), which is what lets a larger tile win
-# sooner. Up to 40 rows, block_m 32 with its rings split by K-tile parity (`pairs`, one bar.sync a tile) under an
-# 80-register cap (uncapped, pairs takes 96-98: a program a multiprocessor fewer): on one warpgroup up to 24 rows (64
-# weight rows a program, twice the programs: 1.04x block_m 16 in geometric mean over the 23 cases of up to 16 rows,
-# 0.97x at the least; two warpgroups lose 16% on zipf-bs256, whose 23 rows sit in 5 slices), its grid ordered widest
-# tile first (`widest_first`: the slices' narrowed last tiles in the last wave; 0.96x the time in geometric mean over
-# the 23 cases of up to 16 rows, runs_2026-11-30_s10/, call 3). Sustained (runs_2026-11-30_s16/, calls 1-2) it takes
-# 0.96x-0.99x the two-warpgroup entry's time on 11 of 12 cases of 12-24 rows a slice (zipf-bs5120, 22 rows: 1.01x), and
-# widest first 0.94x-1.00x its time without from 17 to 24 rows. From 25 to 40 rows, block_m 32 on two warpgroups (128
-# weight rows share each x tile) with pairs, whose slices' last tiles take up to 16 rows past 32 (`extra`, that tile
-# unpaired): slices of 33-48 rows convert their weights once. Sustained against the two entries it replaced
-# (runs_2026-11-30_s18/, call 2): 1.001x block_m 32 on two warpgroups with pairs at 30 rows (uniform-bs896), against
-# block_m 32 on one warpgroup with extra rows 0.998x at 31 rows (uniform-bs1024), 1.005x at 35 (zipf-bs2048), 0.983x at
-# 40 (uniform-bs1280): one entry for two at equal speed. Earlier: two warpgroups from 25 to 30 rows 0.96x the
-# one-warpgroup entry (uniform-bs896); block_m 32 with extra rows against it without, uniform-bs1280 (40) 0.93x,
-# uniform-bs1024 (31) 0.95x, zipf-bs2048 (35) 1.02x; against the block_m 64 entry 0.81x at 31 rows, 0.93x at 40, equal
-# at 35, 1.06x-1.16x from 50 (runs_2026-11-30_s16/, call 1). The bound at 40, not 48 (runs_2026-11-30_s19/, call 4): at
-# 48 rows (gpt-oss-20b's bs384, where slices of 49-58 rows run two 32-token tiles) the block_m 64 entry takes 0.887x the
-# time on uniform routing, 0.932x on zipf; at 40 rows 1.045x (gpt-oss-20b) and 1.004x (gpt-oss-120b) on uniform, 0.968x
-# on zipf; at 31-32 rows 1.06x on uniform, 0.97x on zipf (the key cannot tell the routings apart). No gpt-oss-120b case
-# has 41-48 rows a slice. From 41 to 192 rows, block_m 64 on two warpgroups (each x tile shared by 128 weight rows) with
-# parity rings, 2 programs of 8 warps a multiprocessor, 259 SASS a K tile, no register cap (a CPU test holds each entry
-# to the registers of its occupancy, suites/test_sm90.py), and a slice's last tile taking up to 16 rows past 64
-# (`extra`: a slice of 65-80 rows converts its weights once instead of twice; that tile runs unpaired, 349 SASS a K
-# tile): 124 registers. History, all sustained: on one warpgroup (128 registers, 4 programs) the extra rows were worth
-# 1.01x-1.13x on 7 cases of 58-284 rows (runs_2026-11-30_s14/, call 1), up to 32 of them cost a program (0.96x-1.10x,
-# runs_2026-11-30_s16/, call 1). Two warpgroups without pairs or extra rows ran 0.96x-1.01x the one-warpgroup entry's
-# time on 14 cases of 83-192 rows, but 1.05x-1.13x at 58-78 rows on uniform routing, whose slices of 65-80 rows the
-# extra rows serve; the parity rings then 0.981x-0.991x on all 16 cases of 81-192 rows (runs_2026-11-30_s17/, calls 2-3
-# and 5). With extra rows as well (runs_2026-11-30_s18/, call 1): 0.928x-0.974x the one-warpgroup entry with extra rows
-# on all 6 cases of 49-80 rows, 0.979x-1.010x the entry without them on the 16 of 81-192 (13 faster; 0.994x in geometric
-# mean). From 193 rows, block_m 128 with two partial sums (`overlap`: block j + 1's wgmma runs while block j's partial
-# is promoted) on two warpgroups: each converted weight serves 128 tokens (416 SASS a K tile against 2 x 268), the
-# second partial hides the wgmma latency, and the two warpgroups' 128 weight rows share each x tile (398 SASS a K tile,
-# 246 registers, one program of 8 warps a multiprocessor). Sustained (runs_2026-11-30_s16/, call 4): 0.96x-0.98x the
-# time of the same tile on one warpgroup (254 registers, 2 programs) on 7 cases of 257-2586 rows a slice, 0.92x block_m
-# 64's at 227 rows, 1.005x at 192; on one warpgroup it was 0.93x-0.99x block_m 64's time at 257-510 rows and 1.07x at
-# 192 (runs_2026-11-30_s15/, calls 5-6; burst timing had put its bound at 512). On gpt-oss-20b (runs_2026-11-30_s19/,
-# call 4) it takes 1.03x-1.06x block_m 64's time at 160-192 rows a slice, 0.97x at 224: the bound holds there too. A
-# slice's last tile of 65-96 rows as 64 + 32 tokens on the extra-rows path (one partial sum) instead of 128: 0.977x at
-# uniform-bs7168, 0.995x-1.003x on 5 other cases of 208-700 rows (call 3). Measured and left out (NOTES_sm90.md):
-# block_m 128 without the second partial (one or two warpgroups: latency-bound, 1.14x and slower), two 64-token wgmmas a
-# block, 5 programs a multiprocessor at 96 registers, `split_at` on the small tiles, `pairs` on block_m 64 on one
-# warpgroup (162 registers: a program a multiprocessor fewer, slower), two partial sums on the smaller tiles (1-5% on
-# block_m 16; slower wherever their registers cost a program a multiprocessor, block_m 64 among them), an L2 prefetch of
-# a program's words and scales ahead of its ring (cp.async.bulk.prefetch: 2-35% slower on every case), rings of 6 or 8
-# stages (8 on the block_m 128 entry: 1.03x-1.05x the time, runs_2026-11-30_s17/, call 2), a producer warpgroup for
-# block_m 64 (gl.warp_specialize; 3 programs a multiprocessor: 6% slower).
+# Rows per local slice of the call (select_config) up to which an entry is chosen; first match wins. Chosen by sweeps on
+# the H200, sustained timing (docs/sm90.md says why each entry wins, docs/sm90-tried.md what lost).
 CONFIGS = (
+    # Weight-streaming: twice the programs on one warpgroup, the slices' narrowed last tiles in the last wave.
     (24, Sm90Config(block_m=32, num_buffers=4, num_warps=4, maxnreg=80, pairs=True, narrow=2, widest_first=True)),
+    # Two warpgroups share each x tile; slices of 33-48 rows convert their weights once (extra).
     (40, Sm90Config(block_m=32, num_buffers=4, num_warps=8, maxnreg=80, pairs=True, narrow=2, extra=16)),
+    # Two programs of 8 warps per multiprocessor at 124 registers; slices of 65-80 rows in one tile.
     (192, Sm90Config(block_m=64, num_buffers=4, num_warps=8, pairs=True, narrow=2, extra=16)),
+    # Each converted weight serves 128 tokens; the second partial sum hides the wgmma's latency.
     (1 << 30, Sm90Config(block_m=128, num_buffers=4, num_warps=8, narrow=2, overlap=True)),
 )
 
@@ -302,7 +255,7 @@ def select_config(ragged) -> Sm90Config:
 
 
 def f16_config(config: Sm90Config) -> Sm90Config:
-    """What the fp16 path runs for `config`: at most F16_MAX_BLOCK_M tokens a tile, no register cap (its block_m 64
+    """What the fp16 path runs for `config`: at most F16_MAX_BLOCK_M tokens per tile, no register cap (its block_m 64
     tile needs 142 registers; capped at 128 it spills)."""
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_buffers=config.large_num_buffers)
@@ -388,7 +341,7 @@ def _two_words(asm: gl.constexpr, words):
 @gluon.jit
 def _as_operand(low, high, BLOCK_N: gl.constexpr, PER_WORD: gl.constexpr, layout: gl.constexpr):
     """Words [rows, quad] of a thread's A fragment, `low` for words q and `high` for 4 + q -> the A operand
-    [rows, 8 * PER_WORD], PER_WORD elements a word (4: fp8, 2: fp16): the same registers, reinterpreted (no data
+    [rows, 8 * PER_WORD], PER_WORD elements per word (4: fp8, 2: fp16): the same registers, reinterpreted (no data
     moves)."""
     words = gl.join(low, high).permute((0, 2, 1)).reshape([BLOCK_N, 8])  # word 4h + q
     packed: gl.constexpr = _packed_layout(BLOCK_N, gl.num_warps(), PER_WORD)
@@ -447,7 +400,7 @@ def _x_to_f16(x_tile, x16_smem, BLOCK_M: gl.constexpr):
 def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
     """2 ** (e8m0 - 127) of block j from each row's 4 scale bytes, made from the exponent bits: exact. e8m0 0 is
     2 ** -127, the fp32 subnormal 1 << 22, which max() gives since every other scale's bits are larger; where only
-    blocks of zeros have it (Sm90Weights.zero_scale False) e8m0 0 reads as 0, as exact, 8 instructions less a tile."""
+    blocks of zeros have it (Sm90Weights.zero_scale False) e8m0 0 reads as 0, as exact, 8 instructions less per tile."""
     bits = (scale_words >> (8 * j)) & 0xFF
     bits = gl.maximum(bits << 23, 1 << 22) if ZERO_SCALE else bits << 23
     return bits.to(gl.float32, bitcast=True)
@@ -517,10 +470,8 @@ def _x_rows(x_ptr, gather_ptr, start, size, first, ROWS: gl.constexpr, layout: g
 @gluon.jit
 def _promote(part, scale, acc):
     """acc + part * scale, rounded once (fma.rn.f32, as gl.fma), with the sum written over acc: tied in the asm, each
-    running sum keeps one register through the K loop. From gl.fma ptxas moved the sums from block to block into the
-    partials' wgmma registers, so that most FFMA read two registers of one bank parity (83 of 128 a K tile at block_m
-    64, 169 of 256 at 128; now 14 and 11), and took more registers (block_m 64: 126 -> 109). Outputs bit-identical;
-    0.985x-1.018x the time on 15 cases, 1.006x in geometric mean (results/runs_2026-11-30_s13/, call 2)."""
+    running sum keeps one register through the K loop (from gl.fma, ptxas moves the sums between registers and most
+    FFMA then read two registers of one bank)."""
     return gl.inline_asm_elementwise(
         asm="fma.rn.f32 $0, $1, $2, $0;",
         constraints="=f,f,f,0",
@@ -539,14 +490,14 @@ def _mma_tile(
     """One landed K tile (`stage`): its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends
     inside), one wgmma each, each partial promoted into acc. The operand layouts follow from the accumulator's.
     `sums`: (acc, part, spare, acc_e, part_e). OVERLAP: block j + 1's wgmma writes `spare` while block j's partial
-    is promoted (Sm90Config.overlap). EXTRA: a second wgmma a block on the same weights, for the extra tokens."""
+    is promoted (Sm90Config.overlap). EXTRA: a second wgmma per block on the same weights, for the extra tokens."""
     acc, part, spare, acc_e, part_e = sums
     acc_layout: gl.constexpr = acc.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     a16_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     words_layout: gl.constexpr = _words_layout(BLOCK_N, gl.num_warps())
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
-    e_rows: gl.constexpr = gl.SliceLayout(1, acc_e.type.layout)  # EXTRA's: the same rows a thread, no data moves
+    e_rows: gl.constexpr = gl.SliceLayout(1, acc_e.type.layout)  # EXTRA's: the same rows per thread, no data moves
     x_tile, w_tile, s_tile, xe_tile = stage
     words = w_tile.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
     scale_words = s_tile.load(rows_layout)
@@ -619,7 +570,7 @@ def _tile(
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
     )
-    # Copy layouts: 16 bytes a thread; x: a 128-byte row piece a K tile.
+    # Copy layouts: 16 bytes per thread; x: a 128-byte row piece per K tile.
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
@@ -643,7 +594,7 @@ def _tile(
 
     # PAIRS: even K tiles in one set of buffers, odd ones in another, and the loop unrolled by two, so that a tile's
     # copies and the reads of the landed tile touch different allocations: Triton's barrier analysis, which cannot
-    # tell ring slots apart, then adds no second bar.sync a tile.
+    # tell ring slots apart, then adds no second bar.sync per tile.
     RINGS: gl.constexpr = 2 if PAIRS else 1
     RING: gl.constexpr = NUM_BUFFERS // RINGS
     rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, EXTRA, BLOCK_N),)
@@ -737,7 +688,7 @@ def _bmm1_sm90_kernel(
     N: gl.constexpr,
     BLOCK_M: gl.constexpr,
     NUM_BUFFERS: gl.constexpr,
-    EXTRA: gl.constexpr = 0,  # Sm90Config.extra: tokens a tile holds past BLOCK_M, on a second wgmma a block
+    EXTRA: gl.constexpr = 0,  # Sm90Config.extra: tokens that a tile holds past BLOCK_M, on a second wgmma per block
     F16: gl.constexpr = False,  # fp16 wgmma (prepare_weights(f16=True)); fp8: bit-spread words, 2 ** -6 the values
     ZERO_SCALE: gl.constexpr = True,  # a block with nonzero codes has scale e8m0 0 (Sm90Weights.zero_scale)
     PAIRS: gl.constexpr = False,  # Sm90Config.pairs: the ring split by tile parity, the loop unrolled by two

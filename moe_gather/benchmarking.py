@@ -12,15 +12,10 @@ several files.
 
 A case regresses when its median time grows past a noise-aware threshold: by default 5% for cases of 100 us or more
 and 10% below (short kernels jitter more), or the baseline's own interquartile range relative to its median where
-that is wider. A suspected regression is measured again before it fails. Times are sustained (below: the H200 cycles
-its clock at its power limit); with them an unchanged kernel compared right after its save moved -2.0% .. +2.4% per
-case (results/runs_2026-11-30_s15/, call 3), where burst timing had let 2 of 288 such comparisons run past 5%.
-
-The allowed slowdown widens by OTHER_GPU_PCT points when the baseline was measured on another physical GPU of the
-model (or does not record which): with burst timing the same kernel's throughput moved -6.7% .. +4.6% per case on
-another H200 than its baseline's (results/runs_2026-11-30_s12/, call 2), with sustained timing -4.1% .. +1.1% (one
-compare, session 15, call 4). Against another GPU a slowdown of 5-10% therefore passes. On the CPU tier (synthetic
-benchmarks) no GPU is named and the thresholds apply as they are.
+that is wider, up to MAX_SPREAD. A suspected regression is measured again before it fails. The allowed slowdown widens
+by OTHER_GPU_PCT points when the baseline was measured on another physical GPU of the model (or does not record
+which). On the CPU tier (synthetic benchmarks) no GPU is named and the thresholds apply as they are. The timing method
+and the measured spreads behind each number: docs/gate.md.
 """
 
 from __future__ import annotations
@@ -50,14 +45,11 @@ def cuda_timer() -> float:
     return time.perf_counter()
 
 
-# Sustained timing. The H200 runs these kernels at its 700 W power limit: from rest it runs ~0.1 s at 1980 MHz, then
-# ~0.8 s at ~1800-1845 MHz, then the power controller cycles the clock down to 1425-1700 MHz for ~0.2-0.3 s about once
-# a second (results/runs_2026-11-30_s15/, call 1). A burst of ~100 ms times a case at whichever phase it lands on
-# (uniform-bs8192: 255 us from rest, 279-330 us later), so every time here is the median of rounds that span a whole
-# power cycle, after a short warm-up: a serving GPU's sustained rate, the same for the kernel and the peer.
+# Sustained timing: the H200 at its power limit cycles its clock about once a second, so a burst times whichever phase
+# it lands on; every time here is the median of rounds over a whole cycle after a warm-up (docs/gate.md).
 WARMUP_S = 0.25
 WINDOW_S = 1.0
-ITERATIONS = 20  # calls a round: launch gaps amortised, short kernels above the timer's resolution
+ITERATIONS = 20  # calls per round: launch gaps amortised, short kernels above the timer's resolution
 MIN_ROUNDS = 15
 
 

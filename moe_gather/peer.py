@@ -70,7 +70,7 @@ def _hopper_swizzle(weights, num_warps: int):
 
 
 def prepare(problem: Problem, variant: str = "fp8x", num_warps: int = 4, amax: bool = False) -> PeerCall:
-    """The peer's call on `problem`. `amax=True` also has it reduce max |y| (an atomic max a tile, work the kernel
+    """The peer's call on `problem`. `amax=True` also has it reduce max |y| (an atomic max per tile, work the kernel
     does not do): for the reference check only, never for timing."""
     from triton_kernels.matmul_ogs import (
         FlexCtx,

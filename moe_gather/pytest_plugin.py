@@ -480,7 +480,7 @@ def problem(case, gpu, _expert_params_cache, _case_cache):
 
 @pytest.fixture
 def reference(case, problem, gpu, _case_cache):
-    """The case's golden reference (moe_gather.reference.ReferenceOutput; `y` dropped: it is 8 bytes an output)."""
+    """The case's golden reference (moe_gather.reference.ReferenceOutput; `y` dropped: it is 8 bytes per output)."""
     from dataclasses import replace
 
     from .problem import reference_for

@@ -130,7 +130,7 @@ def allowed_count(fraction: float, count: int) -> float:
 
 
 # Kernel paths, each per parameter set (problem.PARAMS): (path, params) -> Tolerance: what the path measured over the
-# GPT-OSS cases of both models on the H200 (220 a parameter set, ladder and decode; results/h200/numerics.md) plus a
+# GPT-OSS cases of both models on the H200 (220 per parameter set, ladder and decode; results/h200/accuracy.md) plus a
 # margin, the reason beside each number. The seed's maxtol and rmstol (0.125; rmstol None, triton_kernels' default
 # 4e-3) hold everywhere.
 TOLERANCES = {
@@ -151,7 +151,7 @@ TOLERANCES = {
         4e-3,
         0.996,
         float("inf"),
-        "fp8 wgmma's ~13 bits a block; ordinals unbounded near zero, see scaled",
+        "fp8 wgmma's ~13 bits per block; ordinals unbounded near zero, see scaled",
         max_scaled=10,
         max_scaled_over_one=2e-5,
     ),

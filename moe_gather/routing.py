@@ -100,7 +100,7 @@ class RaggedMetadata:
     def local_slice_size(self) -> int:
         """Rows of this call per local slice, rounded up: known on the host (tokens is the gather indices' length),
         and under skewed routing a better guess of a slice's rows than the global expected_slice_size (zipf-bs4096
-        on gpt-oss-120b: 244 local rows, 15 a slice, where batch * top_k / num_experts is 128)."""
+        on gpt-oss-120b: 244 local rows, 15 per slice, where batch * top_k / num_experts is 128)."""
         return -(-self.tokens // max(self.n_slices, 1))
 
     def bucket_schedules(self, split_at: int, small_m: int, large_m: int):

@@ -26,7 +26,7 @@ def test_fold_into_e4m3_is_exact(params):
 
 
 def test_fold_refuses_scales_spread_past_e4m3():
-    codes = torch.full((1, 2, 16), 0x22, dtype=torch.uint8)  # 1.0 everywhere, 32 values a row
+    codes = torch.full((1, 2, 16), 0x22, dtype=torch.uint8)  # 1.0 everywhere, 32 values per row
     wide = MXFP4Weights(codes, torch.tensor([[[127], [127 - 20]]], dtype=torch.uint8))  # rows at 1 and 2**-20
     with pytest.raises(ValueError, match="do not fold exactly"):
         accuracy.fold_e4m3(dequantize_mxfp4(wide, torch.float64)[0])

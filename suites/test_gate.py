@@ -270,7 +270,7 @@ def test_bad_threshold_option_is_a_usage_error(pytester, text):
 def test_sustained_timing_spans_its_window_and_reads_the_median(monkeypatch):
     monkeypatch.setattr(benchmarking, "WARMUP_S", 0.02)
     monkeypatch.setattr(benchmarking, "WINDOW_S", 0.5)
-    warmup, rounds = benchmarking.sustained_rounds(lambda: time.sleep(0.005), iterations=2)  # 10 ms a round or more
+    warmup, rounds = benchmarking.sustained_rounds(lambda: time.sleep(0.005), iterations=2)  # 10 ms per round or more
     assert 1 <= warmup <= 2 and 25 <= rounds <= 50
     calls = []
 

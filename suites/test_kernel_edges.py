@@ -1,4 +1,4 @@
-"""The kernel on the hard inputs of issues 3 and 6: scales spread widely within a weight row, x near +-448, NaN and
+"""The kernel on hard inputs: scales spread widely within a weight row, x near +-448, NaN and
 Inf inputs, an out scale that saturates, empty local experts, one expert taking every row, a shard with no rows;
 and every tile width of each sm90 table entry (a slice's last tile narrowed to its rows).
 Each against the golden reference with the kernel's tolerance; small gpt-oss-shaped problems (K = 2880, N = 5760)
@@ -108,7 +108,7 @@ def test_nan_and_inf_inputs_behave_as_the_reference(params):
 
 @pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
 def test_nan_and_inf_through_each_sm90_entry(params, sm90, config):
-    """The same through each table entry's full-width tiles (~128 rows a slice: the block_m 128 entry's epilogue
+    """The same through each table entry's full-width tiles (~128 rows per slice: the block_m 128 entry's epilogue
     clamps with min / max .NaN, the others with selects)."""
     problem = _nan_and_inf_problem(params, 4096)
     out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)

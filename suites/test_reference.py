@@ -244,7 +244,7 @@ def _rounded_accumulation(problem, bits):
 
 def test_scaled_error_sees_accumulation_precision_at_real_parameters():
     """The metric ranks accumulations by their precision where ordinals and assert_close cannot: an fp32-like one
-    (24 bits a block) scores <= 1, fewer bits score more, in order."""
+    (24 bits per block) scores <= 1, fewer bits score more, in order."""
     problem = make_problem(Case(PROBE, "uniform", 512, "real"), "cpu")
     ref = reference_for(problem).out
     worst = {bits: compare_fp8(ref, _rounded_accumulation(problem, bits)) for bits in (24, 12, 10, 8)}

@@ -72,7 +72,7 @@ def test_sm90_keys_its_table_on_the_rows_of_the_call_per_slice():
     """Skewed routing can leave a shard few rows at a large batch: the table follows the rows it has to tile."""
     from moe_gather import _sm90
 
-    sizes = torch.tensor([100, 20] + [8] * 14, dtype=torch.int32)  # 232 rows in 16 slices: 15 a slice
+    sizes = torch.tensor([100, 20] + [8] * 14, dtype=torch.int32)  # 232 rows in 16 slices: 15 per slice
     ragged = make_ragged_metadata(sizes, int(sizes.sum()), 4096 * 4 // 128)  # batch 4096: 128 expected globally
     assert ragged.local_slice_size == 15
     assert _sm90.select_config(ragged) == lookup(_sm90.CONFIGS, 15) != lookup(_sm90.CONFIGS, 128)

@@ -65,7 +65,7 @@ def test_exact_zero_scale_only_where_a_block_with_nonzero_codes_has_e8m0_0():
 
 def test_words_are_tile_major_with_zeros_past_k():
     """Each 128-wide K tile of a 64-row block is one contiguous 4 KB piece (one DRAM stream per copy instead of 64
-    rows of 64 bytes: 1.01x-1.25x the speed on the H200, results/runs_2026-11-30_s6/), K padded to whole tiles: the
+    rows of 64 bytes), K padded to whole tiles: the
     bytes of (row n, tile t) sit where the kernel reads them, ((n // 64 * tiles + t) * 64 + n % 64) * 64, and hold
     what emulate_dequant decodes (row_major_words, checked against the exact weights above)."""
     e, n, tiles = 2, 128, 2
@@ -181,14 +181,10 @@ def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_
 
 
 # SASS a warp issues in the main loop (one 128-wide K tile, two for the entries with pairs; with `narrow` or `extra`,
-# the loop of the plain width) for each table entry, keyed (block_m, num_warps, extra), as compiled at the kernel
-# measured on the H200: block_m 32 with pairs at 80 registers, 384 for two tiles on one warpgroup, 387 on two with
-# extra rows (390 without; on one warpgroup without pairs, 203 a tile); block_m 64 with pairs on two warpgroups, 519
-# for two tiles (518 without extra rows, 266 a tile without pairs; on one warpgroup 270 a tile); block_m 128 with two
-# partials on two warpgroups, 398 a tile (410 on one); the history in results/NOTES_sm90.md. Where slices are large
-# the fp8 path issues in two thirds of the cycles, the promotion FFMA alone in most of them: an instruction added here
-# is paid in time there, so the budget fails CI before a GPU run would show it. The entries with `pairs` run two K
-# tiles an iteration, each with one bar.sync (the others: two a tile).
+# the loop of the plain width) for each table entry, keyed (block_m, num_warps, extra), as compiled for the kernel
+# measured on the H200. Where slices are large the fp8 path issues in two thirds of the cycles, the promotion FFMA in
+# most of them: an instruction added here is paid in time there, so the budget fails CI before a GPU run would show
+# it. The entries with `pairs` run two K tiles per iteration, each with one bar.sync (the others: two per tile).
 LOOP_SASS_BUDGET = {
     (32, 4, 0): 384,
     (32, 8, 16): 387,
@@ -198,9 +194,9 @@ LOOP_SASS_BUDGET = {
 # The loop of a tile with `extra` rows: a second wgmma and its promotion a block, its descriptors, a ring of 3 stages
 # (slot arithmetic modulo 3), one K tile an iteration (unpaired: the ring is odd).
 EXTRA_LOOP_SASS_BUDGET = {(32, 8, 16): 287, (64, 8, 16): 349}
-# Registers a thread of each entry may use: its programs a multiprocessor (65536 registers) as measured. The block_m 64
-# entry has no cap, so this is what keeps it at 2 programs of 8 warps (124 with pairs and extra rows; 117 without
-# extra); block_m 128 with two partials on two warpgroups 246 (1 program of 8 warps; on one, 254: 2 of 4).
+# Registers per thread each entry may use: its programs per multiprocessor (65536 registers) as measured. The
+# block_m 64 entry has no cap, so this is what keeps it at 2 programs of 8 warps (124 with pairs and extra rows);
+# block_m 128 with two partials on two warpgroups takes 246 (1 program of 8 warps).
 REGISTER_BUDGET = {(32, 4, 0): 80, (32, 8, 16): 80, (64, 8, 16): 128, (128, 8, 0): 256}
 
 
@@ -236,9 +232,8 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
         assert len(loop) <= EXTRA_LOOP_SASS_BUDGET[_entry(config)], len(loop)
 
 
-# SASS from the main loop's end to EXIT (the ring's drain and the epilogue of the full-width path), as measured: a
-# block_m 128 program's epilogue was a tenth of its instructions before the clamps became min / max .NaN and each
-# thread stored 8 outputs of a row at once (1083 -> 627, 1.04x-1.05x on the H200: results/runs_2026-11-30_s11/).
+# SASS from the main loop's end to EXIT (the ring's drain and the epilogue of the full-width path), as compiled: the
+# block_m 128 epilogue's min / max .NaN clamps and 8-output stores per thread keep it near 627 instructions.
 EPILOGUE_SASS_BUDGET = {
     (32, 4, 0): 325,
     (32, 8, 16): 240,

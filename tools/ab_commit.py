@@ -1,10 +1,10 @@
 """A/B in one process: this tree's kernel against another commit's, on the same problems and the same GPU.
 
-    mkdir -p .peers/base && git archive BASE moe_gather | tar -x -C .peers/base   # here, then carry .peers
-    python3 tools/ab_commit.py .peers/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json]   # on the device
+    mkdir -p .peers/base && git archive BASE moe_gather | tar -x -C .peers/base
+    python3 tools/ab_commit.py .peers/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json]   # on the GPU
 
-(The device's checkout is a copy of the working tree whose git HEAD need not be any commit of this session: build
-the base here, in the ignored .peers/, and carry it.)
+(The base is unpacked from git into the ignored .peers/, so that a GPU machine that gets a copy of the working tree
+without its history can run it.)
 
 The base package is imported from that folder as `base_moe_gather`. Each side builds its own weights and problems
 from the same seeds (the inputs are checked equal), runs its own table's config, is checked against this tree's

@@ -5,7 +5,7 @@
 The roofline's read ceiling (moe_gather/bench.py, ../shared/anchors.md) is a sum over 2 GiB; a small-batch case reads
 ~145 MB (gpt-oss-120b's 16 local experts of MXFP4 weights and scales) in ~40 us, where a kernel's start and its last
 wave's tail are a larger share. Two readers: torch.sum (the anchor's) and a plain Triton kernel (each program sums
-a contiguous chunk, 16 bytes a thread a load, and stores one value).
+a contiguous chunk, 16 bytes per thread a load, and stores one value).
 """
 
 import argparse
@@ -44,7 +44,7 @@ def main():
         floats = words.view(torch.float32)  # as the anchors: a float sum
         seconds = do_bench_cudagraph(lambda floats=floats: floats.sum()) * 1e-3
         row["torch_sum_tbps"] = words.numel() * 4 / seconds / 1e12
-        for chunk_kb in (64, 256):  # words a program: 16K or 64K (64 KB / 256 KB)
+        for chunk_kb in (64, 256):  # words per program: 16K or 64K (64 KB / 256 KB)
             chunk = chunk_kb * 1024 // 4
             out = torch.empty(triton.cdiv(words.numel(), chunk), dtype=torch.int32, device="cuda")
             triton_read(words, out, chunk)

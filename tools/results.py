@@ -1,0 +1,188 @@
+"""Render every page of results/ from the committed data beside it (and the baselines), or check that they match.
+
+    python tools/results.py            # write the pages
+    python tools/results.py --check    # exit 1 naming each page that differs from what its data renders (CI)
+
+Pages: results/h200/speed.md (baselines/nvidia-h200), accuracy.md (accuracy_*.json), mutants.md (mutants/*.json),
+reliability.md (sanitize.log, suite.log), gate.md (gate/*.log).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from statistics import geometric_mean
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "results" / "h200"
+BASELINES = ROOT / "baselines" / "nvidia-h200" / "Linux-CPython-3.12-64bit"
+sys.path.insert(0, str(ROOT))
+
+from moe_gather import accuracy  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tools"))
+import mutants  # noqa: E402
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _short_config(config: str) -> str:
+    """Sm90Config(...) without the fields at their defaults."""
+    fields = config.removeprefix("Sm90Config(").removesuffix(")").split(", ")
+    defaults = {"maxnreg=None", "pairs=False", "narrow=0", "widest_first=False", "overlap=False", "split_at=0",
+                "large_block_m=64", "large_num_buffers=4", "extra=0"}  # fmt: skip
+    return ", ".join(f for f in fields if f not in defaults)
+
+
+def speed() -> str:
+    lines = ["# Speed on the NVIDIA H200", ""]
+    files = sorted(BASELINES.glob("*.json"))
+    summary, tables = [], []
+    for path in files:
+        data = json.loads(path.read_text())
+        rows = [b["extra_info"] for b in data["benchmarks"]]
+        first = rows[0]
+        roof = geometric_mean([r["pct_roof"] for r in rows])
+        speedups = [r["speedup"] for r in rows if "speedup" in r]
+        peer = (
+            f"{geometric_mean(speedups):.2f}x the peer in geometric mean (min {min(speedups):.2f}x, "
+            f"{sum(s < 1 for s in speedups)} slower)"
+            if speedups
+            else "peer not timed"
+        )
+        summary.append(
+            f"| `{path.name}` | {len(rows)} | {roof:.1%} | {min(r['pct_roof'] for r in rows):.1%} | {peer} |"
+        )
+        tables += [
+            "",
+            f"## {path.name}: {len(rows)} cases",
+            "",
+            f"Ceilings measured in the run: HBM read {first['read_bw'] / 1e12:.2f} TB/s, fp8 dense "
+            f"{first['fp8_flops'] / 1e12:.0f} TFLOP/s; roofline time = max(bytes / read, flops / fp8).",
+            "",
+            "| case | rows | experts | us | TFLOP/s | TB/s | % roof | peer us | vs peer | config |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for r in rows:
+            peer_us = f"{r['peer_us']:.1f}" if "peer_us" in r else "-"
+            vs = f"{r['speedup']:.2f}x" if "speedup" in r else "-"
+            tables.append(
+                f"| {r['case']} | {r['tokens']} | {r['active_experts']} | {r['us']:.1f} | {r['tflops']:.1f} | "
+                f"{r['tbps']:.2f} | {r['pct_roof']:.1%} | {peer_us} | {vs} | {_short_config(r['config'])} |"
+            )
+    lines += [
+        "The throughput gate's baselines: sustained times (the median round over a second of CUDA-graph replays), "
+        "the kernel and triton_kernels' matmul_ogs (its fast Hopper path, bf16 x) on the same inputs and routing, "
+        f"ceilings measured in the same run. Data: `{_rel(BASELINES)}/*.json`; measured by "
+        "`pytest suites/test_benchmark.py --gpu hopper --model all --benchmark-save=NAME` (triton_kernels on "
+        f"PYTHONPATH for the peer's times); this page: `python tools/results.py`.",
+        "",
+        "| baseline | cases | roofline, geometric mean | least | against the peer |",
+        "|---|---:|---:|---:|---|",
+        *summary,
+        *tables,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+VERDICT = re.compile(r"test_throughput\[(?P<case>[^\]]+)\]: .* time (?P<change>[+-][\d.]+)% \((?P<word>[^,]+),")
+CLOSING = re.compile(r"^=*\s*(\d+ (passed|failed).*) in [\d.]+s")
+
+
+def _gate_row(path: Path) -> str:
+    text = path.read_text()
+    verdicts = {m["case"]: (float(m["change"]), m["word"]) for m in VERDICT.finditer(text)}
+    closing = next((m[1] for line in text.splitlines() if (m := CLOSING.match(line))), "no closing line")
+    changes = [c for c, _ in verdicts.values()]
+    spread = f"{min(changes):+.1f}% .. {max(changes):+.1f}%" if changes else "-"
+    regressed = sum(word == "REGRESSED" for _, word in verdicts.values())
+    return f"| `{path.name}` | {closing} | {len(verdicts)} | {spread} | {regressed} |"
+
+
+def gate() -> str:
+    logs = sorted((H200 / "gate").glob("*.log"))
+    return "\n".join([
+        "# The throughput gate on the NVIDIA H200",
+        "",
+        "Each log is one run of `pytest suites/test_benchmark.py --gpu hopper ...`: compares of the unchanged kernel "
+        "against its baselines, the save of the decode baselines, and a run with a slower config forced "
+        "(`MOE_GATHER_SM90_FORCE=block_m=16,num_buffers=2,extra=0,overlap=0 ... --benchmark-compare`) that the gate "
+        "fails. Time change: the measured median against the baseline's. How the gate decides: docs/gate.md. "
+        "This page: `python tools/results.py`.",
+        "",
+        "| log | outcome | cases judged | time change | regressed |",
+        "|---|---|---:|---|---:|",
+        *(_gate_row(p) for p in logs),
+    ]) + "\n"  # fmt: skip
+
+
+SANITIZE = re.compile(r"== (?P<tool>\w+) (?P<case>\S+)(?: N=(?P<n>\d+))?\n(?P<body>.*?)exit status (?P<rc>\d+)", re.S)
+
+
+def reliability() -> str:
+    text = (H200 / "sanitize.log").read_text()
+    rows = []
+    for m in SANITIZE.finditer(text):
+        config = re.search(r"(Sm90Config\([^)]*\))", m["body"])
+        summary = re.search(r"(ERROR SUMMARY: .*|RACECHECK SUMMARY: .*)", m["body"])
+        rows.append(
+            f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_short_config(config[1]) if config else '-'} | "
+            f"{summary[1] if summary else '-'} | {m['rc']} |"
+        )
+    suite = (H200 / "suite.log").read_text().splitlines()
+    closing = next((m[1] for line in suite if (m := CLOSING.match(line))), "no closing line")
+    return "\n".join([
+        "# Reliability on the NVIDIA H200",
+        "",
+        f"The whole suite, both models, both parameter sets, ladder and decode batches: {closing} "
+        "(`suite.log`: `pytest suites/ --gpu hopper --model all --params all -n 6 --dist loadgroup "
+        "--benchmark-disable`). Its reliability tests: guard zones around the output untouched, bitwise determinism "
+        "over three runs, batch sizes off the ladder, one row per expert, NaN and Inf inputs through every table "
+        "entry.",
+        "",
+        "compute-sanitizer on a case of each table entry (`sanitize.log`: `bash tools/sanitize.sh`; N narrowed where "
+        "the full N outlasts a device call under racecheck). This page: `python tools/results.py`.",
+        "",
+        "| tool | case | N | config | summary | exit |",
+        "|---|---|---:|---|---|---:|",
+        *rows,
+    ]) + "\n"  # fmt: skip
+
+
+def pages() -> dict[Path, str]:
+    data = accuracy._merged([str(p) for p in sorted(H200.glob("accuracy_*.json"))])
+    json_paths = " ".join(_rel(p) for p in sorted(H200.glob("accuracy_*.json")))
+    runs = [p for p in (H200 / "mutants").glob("*.json")]
+    runs.sort(
+        key=lambda p: (p.stem.split("-")[0] != "partial", int(p.stem.split("-")[1]))
+    )  # partial-11.., epilogue-9..
+    return {
+        H200 / "speed.md": speed(),
+        H200 / "accuracy.md": accuracy.markdown(data, json_paths, _rel(H200 / "accuracy.md")),
+        H200 / "mutants.md": mutants.report([_rel(p) for p in runs], _rel(H200 / "mutants.md")),
+        H200 / "reliability.md": reliability(),
+        H200 / "gate.md": gate(),
+    }
+
+
+def main(argv: list[str]) -> int:
+    os.chdir(ROOT)  # the pages name their data relative to the repository
+    stale = []
+    for path, text in pages().items():
+        if "--check" in argv:
+            if not path.exists() or path.read_text() != text:
+                stale.append(_rel(path))
+        else:
+            path.write_text(text)
+    for path in stale:
+        print(f"{path} differs from what its data renders: run python tools/results.py", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
