@@ -17,7 +17,7 @@ def lookup(table, slice_size: int):
 
 
 def choose(table, slice_size: int, force_env: str, arch: str):
-    """The table's config for `slice_size`; `force_env` (e.g. "block_m=16,num_buffers=2") overrides fields
+    """The table's config for `slice_size`; `force_env` (e.g. "block_m=16,num_stages=2") overrides fields
     of every choice, for tests and sweeps."""
     config = lookup(table, slice_size)
     if forced := os.environ.get(force_env):

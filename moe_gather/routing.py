@@ -121,7 +121,7 @@ class RaggedMetadata:
 
     def schedule(self, block_m: int, extra: int = 0) -> torch.Tensor:
         """block_schedule[block_m], or with `extra` the schedule whose slices' last tiles take up to `extra` rows
-        past block_m instead of a tile of their own (Sm90Config.extra; on the device, without a sync, once)."""
+        past block_m instead of a tile of their own (Sm90Config.tail_rows; on the device, without a sync, once)."""
         if not extra:
             return self.block_schedule[block_m]
         key = ("schedule", block_m, extra)

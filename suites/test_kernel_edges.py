@@ -199,9 +199,9 @@ def test_k_ending_anywhere_in_a_tile(params, sm90, config, k):
 # Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
 # on another tile than the table's, and each entry with the other grid order (widest_first).
 OPT_IN_PLANS = [
-    _sm90.Sm90Config(block_m=16, num_buffers=4, num_warps=4, narrow=1, split_at=32),
-    _sm90.Sm90Config(block_m=32, num_buffers=4, num_warps=8, narrow=2, split_at=16, large_block_m=64),
-    _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=1, extra=32),
+    _sm90.Sm90Config(block_m=16, num_stages=4, num_warps=4, narrow_last_tile=1, split_at=32),
+    _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, split_at=16, large_block_m=64),
+    _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=1, tail_rows=32),
     *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
 ]
 

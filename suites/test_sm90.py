@@ -85,50 +85,62 @@ def test_weight_rows_must_fill_64_row_blocks():
 
 def test_parity_rings_need_an_even_ring():
     """With pairs, tile t + num_buffers - 1 must land in the other ring than tile t: an odd ring would overwrite a
-    stage still being read (a forced `num_buffers=3` on a small tile, say), so the config refuses it."""
+    stage still being read (a forced `num_stages=3` on a small tile, say), so the config refuses it."""
     config = _sm90.CONFIGS[0][1]
-    assert config.pairs
-    with pytest.raises(ValueError, match="pairs needs an even num_buffers"):
-        replace(config, num_buffers=3)
-    with pytest.raises(ValueError, match="pairs needs an even num_buffers and no split_at"):
+    assert config.parity_rings
+    with pytest.raises(ValueError, match="parity_rings needs an even num_stages"):
+        replace(config, num_stages=3)
+    with pytest.raises(ValueError, match="parity_rings needs an even num_stages and no split_at"):
         replace(config, split_at=16)
 
 
 def test_widest_first_orders_one_schedule():
     with pytest.raises(ValueError, match="widest_first orders one schedule, not split_at's two"):
-        _sm90.Sm90Config(block_m=16, num_buffers=4, num_warps=4, widest_first=True, split_at=32)
+        _sm90.Sm90Config(block_m=16, num_stages=4, num_warps=4, widest_first=True, split_at=32)
 
 
 @pytest.mark.parametrize(
     "fields",
-    [dict(extra=8), dict(extra=48), dict(extra=12), dict(extra=16, overlap=True), dict(extra=16, split_at=32)],
+    [
+        dict(tail_rows=8),
+        dict(tail_rows=48),
+        dict(tail_rows=12),
+        dict(tail_rows=16, two_partials=True),
+        dict(tail_rows=16, split_at=32),
+    ],
     ids=str,
 )
 def test_extra_rows_are_a_power_of_two_up_to_half_a_tile_without_overlap(fields):
-    with pytest.raises(ValueError, match="extra is 0 or a power of two from 16 to block_m / 2, without overlap"):
-        _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, **fields)
+    with pytest.raises(
+        ValueError, match="tail_rows is 0 or a power of two from 16 to block_m / 2, without two_partials"
+    ):
+        _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, **fields)
 
 
 def test_narrow_is_zero_one_or_two_halvings():
-    with pytest.raises(ValueError, match="narrow is 0, 1 or 2 halvings of block_m"):
-        _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=3)
+    with pytest.raises(ValueError, match="narrow_last_tile is 0, 1 or 2 halvings of block_m"):
+        _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=3)
 
 
 def test_forced_fields_override_every_table_choice(monkeypatch):
     """MOE_GATHER_SM90_FORCE (tests, sweeps, sanitize runs): the named fields replace every entry's, None included."""
     from moe_gather._table import choose
 
-    monkeypatch.setenv(_sm90.FORCE_ENV, "block_m=64,num_warps=8,maxnreg=None,widest_first=0,overlap=0,extra=16")
+    monkeypatch.setenv(
+        _sm90.FORCE_ENV, "block_m=64,num_warps=8,maxnreg=None,widest_first=0,two_partials=0,tail_rows=16"
+    )
     for limit, entry in _sm90.CONFIGS:
         forced = choose(_sm90.CONFIGS, min(limit, 1 << 20), _sm90.FORCE_ENV, "sm90")
-        assert forced == replace(entry, block_m=64, num_warps=8, maxnreg=None, widest_first=0, overlap=0, extra=16)
+        assert forced == replace(
+            entry, block_m=64, num_warps=8, maxnreg=None, widest_first=0, two_partials=0, tail_rows=16
+        )
 
 
 @pytest.mark.parametrize(("block_m", "narrow", "launched"), [(64, 2, 2), (32, 2, 2), (16, 2, 1), (16, 1, 1), (8, 2, 0)])
 def test_a_launch_narrows_down_to_8_tokens(recorded_launches, block_m, narrow, launched):
     """wgmma's N is 8 at least: a tile narrows at most to 8 tokens, whatever the config asks (a forced block_m on a
     table entry, say)."""
-    config = _sm90.Sm90Config(block_m=block_m, num_buffers=4, num_warps=4, narrow=narrow)
+    config = _sm90.Sm90Config(block_m=block_m, num_stages=4, num_warps=4, narrow_last_tile=narrow)
     _launch(_sm90.prepare_weights(_random_weights(e=2, n=64, k=64)), [40, 3], config)
     ((_, _, kwargs),) = recorded_launches
     assert kwargs["NARROW"] == launched
@@ -201,7 +213,7 @@ REGISTER_BUDGET = {(32, 4, 0): 80, (32, 8, 16): 80, (64, 8, 16): 128, (128, 8, 0
 
 
 def _entry(config):
-    return config.block_m, config.num_warps, config.extra
+    return config.block_m, config.num_warps, config.tail_rows
 
 
 def _wgmma(*widths):
@@ -216,7 +228,7 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
     cubin = compile_sm90(config).asm["cubin"]
     instructions = main_loop_sass(cubin, tmp_path, operands=True, wgmma=_wgmma(config.block_m))
     loop = [text.split()[0] for text in instructions]
-    tiles = 2 if config.pairs else 1  # K tiles an iteration
+    tiles = 2 if config.parity_rings else 1  # K tiles an iteration
     assert loop.count(f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3") == 4 * tiles
     assert loop.count("FFMA") == tiles * 4 * 64 * config.block_m // 128  # each thread's share of 64 rows
     assert loop.count("BAR.SYNC.DEFER_BLOCKING") == 2  # a tile: one with pairs, two without (Triton adds one)
@@ -224,11 +236,11 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
     # With overlap, three of a tile's four waits leave the next block's wgmma in flight; were ptxas to serialize the
     # wgmmas (as it does when a partial is read while a wgmma that writes it runs), every wait would drain them all.
     waits = [text for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
-    assert sum(line.endswith("0x1") for line in waits) == (3 * tiles if config.overlap else 0), waits
-    if config.extra:  # the slices' last tiles with extra rows: both wgmmas on the same weights, both promoted
-        loop = main_loop_sass(cubin, tmp_path, wgmma=_wgmma(config.block_m, config.extra))
-        assert loop.count(f"QGMMA.64x{config.extra}x32.F32.E4M3.E4M3") == 4
-        assert loop.count("FFMA") == 4 * 64 * (config.block_m + config.extra) // 128
+    assert sum(line.endswith("0x1") for line in waits) == (3 * tiles if config.two_partials else 0), waits
+    if config.tail_rows:  # the slices' last tiles with extra rows: both wgmmas on the same weights, both promoted
+        loop = main_loop_sass(cubin, tmp_path, wgmma=_wgmma(config.block_m, config.tail_rows))
+        assert loop.count(f"QGMMA.64x{config.tail_rows}x32.F32.E4M3.E4M3") == 4
+        assert loop.count("FFMA") == 4 * 64 * (config.block_m + config.tail_rows) // 128
         assert len(loop) <= EXTRA_LOOP_SASS_BUDGET[_entry(config)], len(loop)
 
 
@@ -282,10 +294,10 @@ def _launch(w, sizes, config):
 def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):
     """split_at sends the hot slice to a second launch tiled by large_block_m; each launch's grid is its schedule
     times the column blocks."""
-    config = _sm90.Sm90Config(block_m=8, num_buffers=8, num_warps=4, split_at=16, large_block_m=64)
+    config = _sm90.Sm90Config(block_m=8, num_stages=8, num_warps=4, split_at=16, large_block_m=64)
     _launch(_sm90.prepare_weights(_random_weights(e=5, n=128, k=64)), [126, 38, 6, 4, 0], config)
     (grid_s, small, kw_s), (grid_l, large, kw_l) = recorded_launches
-    assert (kw_s["BLOCK_M"], kw_s["NUM_BUFFERS"], kw_l["BLOCK_M"], kw_l["NUM_BUFFERS"]) == (8, 8, 64, 4)
+    assert (kw_s["BLOCK_M"], kw_s["NUM_STAGES"], kw_l["BLOCK_M"], kw_l["NUM_STAGES"]) == (8, 8, 64, 4)
     assert grid_s == (small.numel() * 2,) and grid_l == (large.numel() * 2,)  # N = 128: two 64-row blocks
     used = lambda s: sorted(v for v in s.tolist() if v >= 0)
     assert used(small) == [2, 3]  # the two light slices, one 8-row tile each
@@ -294,7 +306,7 @@ def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):
 
 def test_fp16_path_caps_the_tile_at_its_largest_spill_free_size(recorded_launches):
     w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=64), f16=True)
-    _launch(w, [200, 56], _sm90.Sm90Config(block_m=128, num_buffers=4, num_warps=4))
+    _launch(w, [200, 56], _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=4))
     ((_, schedule, kwargs),) = recorded_launches
     assert (kwargs["BLOCK_M"], kwargs["F16"]) == (_sm90.F16_MAX_BLOCK_M, True)
     assert sorted(v for v in schedule.tolist() if v >= 0) == sorted([0, 1 << 16, 2 << 16, 3 << 16, 1])  # 64 rows
@@ -304,11 +316,11 @@ def test_extra_rows_join_the_slices_last_tile(recorded_launches):
     """With extra, a slice's last rows past a whole tile, up to extra of them, ride in that tile: a slice of 70 rows at
     block_m 64 is one tile, one of 90 two (64 + a narrowed 32); the fp16 path, which has no widened loop, tiles by
     block_m alone."""
-    config = _sm90.Sm90Config(block_m=64, num_buffers=4, num_warps=4, narrow=2, extra=16)
+    config = _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=2, tail_rows=16)
     _launch(_sm90.prepare_weights(_random_weights(e=3, n=128, k=64), f16=False), [70, 90, 10], config)
     _launch(_sm90.prepare_weights(_random_weights(e=3, n=128, k=64), f16=True), [70, 90, 10], config)
     (grid, schedule, kwargs), (_, schedule16, kwargs16) = recorded_launches
     used = lambda s: sorted(v for v in s.tolist() if v >= 0)
     assert used(schedule) == sorted([0, 1, 1 << 16 | 1, 2]) and grid == (schedule.numel() * 2,)
-    assert (kwargs["BLOCK_M"], kwargs["EXTRA"], kwargs["NUM_BUFFERS"]) == (64, 16, 4)
-    assert used(schedule16) == sorted([0, 1 << 16, 1, 1 << 16 | 1, 2]) and kwargs16["EXTRA"] == 0
+    assert (kwargs["BLOCK_M"], kwargs["TAIL_ROWS"], kwargs["NUM_STAGES"]) == (64, 16, 4)
+    assert used(schedule16) == sorted([0, 1 << 16, 1, 1 << 16 | 1, 2]) and kwargs16["TAIL_ROWS"] == 0

@@ -57,7 +57,7 @@ def main():
     params = make_expert_params(model, "cuda")
     weights = bmm1.prepare_weights(params.weights)
     block_ms = tuple(int(m) for m in args.block_m.split(","))
-    base = Sm90Config(block_m=32, num_buffers=4, num_warps=4)
+    base = Sm90Config(block_m=32, num_stages=4, num_warps=4)
     forced = [replace(base, **parse_fields(item)) for item in args.configs.split(";")] if args.configs else None
     rows = []
     for name in args.cases.split(","):
@@ -87,11 +87,13 @@ def main():
             row = {"case": name, **asdict(config), "us": us, "bitwise": agreement.bitwise_equal_fraction,
                    "max_ulp": agreement.max_ulp, "max_err": max_err, "rms_err": rms_err}  # fmt: skip
             rows.append(row)
+            flags = [name for name in ("parity_rings", "two_partials", "widest_first") if getattr(config, name)]
+            flags += [
+                f"{name}={getattr(config, name)}" for name in ("narrow_last_tile", "tail_rows") if getattr(config, name)
+            ]
             print(
-                f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} b{config.num_buffers} "
-                f"r{config.maxnreg} s{config.split_at}/{config.large_block_m}{' pairs' * bool(config.pairs)}"
-                f"{' overlap' * bool(config.overlap)}{' widest_first' * bool(config.widest_first)}"
-                f"{f' narrow{config.narrow}' * bool(config.narrow)}{f' extra{config.extra}' * bool(config.extra)}: "
+                f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} stages{config.num_stages} "
+                f"r{config.maxnreg} s{config.split_at}/{config.large_block_m} {' '.join(flags)}: "
                 f"{us:8.1f} us  "
                 f"bitwise {agreement.bitwise_equal_fraction:.4%}  "
                 f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",

@@ -1,0 +1,87 @@
+"""The sm90 kernel's configs and the table that chooses one per call, on the host (docs/sm90.md: why each entry)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ._table import choose
+
+F16_MAX_BLOCK_M = 64  # the fp16 path's largest tile: block_m 128 spills with two k16 partials per block
+
+
+@dataclass(frozen=True)
+class Sm90Config:
+    block_m: int  # tokens per tile: the wgmma N side (8..256)
+    num_stages: int  # pipeline stages; num_stages - 1 K tiles are loaded ahead
+    num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
+    maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
+    # Even and odd K tiles in separate buffers, the loop unrolled by two: one bar.sync per K tile instead of two.
+    parity_rings: bool = False
+    # A slice's last tile at block_m / 2 (1) or block_m / 4 (2) tokens when its rows fit, down to 8 tokens.
+    narrow_last_tile: int = 0
+    # The grid's tiles ordered by the rows they hold, most first: the narrowed last tiles run in the last wave.
+    widest_first: bool = False
+    # Two partial sums per warpgroup: block j + 1's wgmma runs while block j's partial is promoted.
+    two_partials: bool = False
+    # Skewed routing: slices of more than split_at rows in a second launch tiled by large_block_m (0: one launch).
+    split_at: int = 0
+    large_block_m: int = 64
+    large_num_stages: int = 4
+    # Rows past block_m that a slice's last tile takes on a second wgmma per block instead of a tile of their own
+    # (0, or a power of two from 16 to block_m / 2); that tile runs a ring one stage shallower, unpaired.
+    tail_rows: int = 0
+
+    def __post_init__(self):
+        if self.parity_rings and (self.num_stages % 2 or self.split_at):
+            raise ValueError(f"Sm90Config: parity_rings needs an even num_stages and no split_at, got {self}")
+        if self.widest_first and self.split_at:
+            raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
+        if self.narrow_last_tile not in (0, 1, 2):
+            raise ValueError(f"Sm90Config: narrow_last_tile is 0, 1 or 2 halvings of block_m, got {self}")
+        rows = self.tail_rows
+        if rows and (rows & (rows - 1) or not 16 <= rows <= self.block_m // 2 or self.two_partials or self.split_at):
+            raise ValueError(
+                f"Sm90Config: tail_rows is 0 or a power of two from 16 to block_m / 2, without two_partials or"
+                f" split_at, got {self}"
+            )
+
+    @property
+    def block_n(self) -> int:  # weight rows per tile
+        return 16 * self.num_warps
+
+    @property
+    def tiles(self) -> tuple[tuple[int, int], ...]:
+        """(block_m, num_stages) of each launch: the small tiles' and, with split_at, the large ones'."""
+        small = (self.block_m, self.num_stages)
+        return (small, (self.large_block_m, self.large_num_stages)) if self.split_at else (small,)
+
+
+# Rows per local slice of the call (select_config) up to which an entry is chosen; first match wins. Chosen by sweeps on
+# the H200, sustained timing (docs/sm90.md says why each entry wins, docs/sm90-tried.md what lost).
+# (rows per slice up to which, Sm90Config(block_m, num_stages, num_warps, ...))
+CONFIGS = (
+    # Weight-streaming: twice the programs on one warpgroup, the slices' narrowed last tiles in the last wave.
+    (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
+    # Two warpgroups share each x tile; slices of 33-48 rows convert their weights once (tail_rows).
+    (40, Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
+    # Two programs of 8 warps per multiprocessor at 124 registers; slices of 65-80 rows in one tile.
+    (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
+    # Each converted weight serves 128 tokens; the second partial sum hides the wgmma's latency.
+    (1 << 30, Sm90Config(128, 4, 8, narrow_last_tile=2, two_partials=True)),
+)
+
+
+FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides fields of every choice (tests, sweeps)
+
+
+def select_config(ragged) -> Sm90Config:
+    """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size)."""
+    return choose(CONFIGS, ragged.local_slice_size, FORCE_ENV, "sm90")
+
+
+def f16_config(config: Sm90Config) -> Sm90Config:
+    """What the fp16 path runs for `config`: at most F16_MAX_BLOCK_M tokens per tile, no register cap (its block_m 64
+    tile needs 142 registers; capped at 128 it spills)."""
+    if config.block_m > F16_MAX_BLOCK_M:
+        config = replace(config, block_m=F16_MAX_BLOCK_M, num_stages=config.large_num_stages)
+    return replace(config, maxnreg=None, tail_rows=0)

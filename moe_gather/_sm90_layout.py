@@ -1,0 +1,143 @@
+"""The sm90 kernel's weight layout, built on the host: MXFP4 codes re-packed so that each thread's 32-bit word holds
+exactly the 8 values of its wgmma A fragment, stored tile-major, with the block scales beside them per K tile; and
+what the kernel computes from them, emulated in torch for the CPU tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from .mxfp4 import MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, refuse_nan_scales, unpack_codes
+
+# e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
+E4M3_OF_E2M1_LO = 0x3C383000
+E4M3_OF_E2M1_HI = 0x4C484440
+TILE_K = 128  # K per pipeline stage: 4 e8m0 blocks, one 128-byte swizzled row of fp8 x
+ROW_BLOCK = 64  # weight rows of one warpgroup: the words are stored [row block, K tile, row, 64 bytes]
+CHUNK_K = 64  # K per group of 8 packed words in the weight layout (prepare_weights)
+
+
+@dataclass(frozen=True)
+class Sm90Weights(ExpertShape):
+    """MXFP4 weights in the sm90 kernel's layout (prepare_weights)."""
+
+    words: torch.Tensor  # uint8 [E, N / 64, cdiv(K, 128), 64, 64]: codes re-packed, tile-major, zeros past K
+    scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
+    k: int
+    f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
+    zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op per scale
+
+    _leading = "scales"
+
+    @property
+    def n(self) -> int:
+        return self.scales.shape[2]
+
+    @property
+    def encoding(self) -> str:
+        """For reports: "f16" or "spread"."""
+        return "f16" if self.f16 else "spread"
+
+
+F16_SPREAD = 16  # binades between a row's largest and smallest nonzero block scale above which fp16 wgmma is used
+
+
+def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
+    """Re-pack codes and scales for the kernel.
+
+    Words: K = 64c + 32b + 16h + 4q + i (chunk c, block parity b, half h, quad q, byte i). Chunk c of a row is 8
+    32-bit words, word 2q + b holding the 8 codes (h, i) of quad q: exactly the fp8 values that the thread of lane
+    quad q holds in wgmma's A fragment for block 2c + b (K = 4q + i and 16 + 4q + i of the block). Within a word,
+    magnitudes (3 bits) are byte-permute selectors, half h's byte i in nibble 4h + i; signs sit where one shift lands
+    them on the fp8 sign bits: half 0's sign of byte i at bit 8i + 3 (shifted left by 4), half 1's at bit 8i + 7.
+    The words are stored tile-major, [E, row block of 64, K tile of 128, row, 64 bytes], K padded with zeros to whole
+    tiles: a stage's copy of a row block is one 4 KB piece, one DRAM stream instead of 64 of 64 bytes.
+    Scales: [E, K tile, N, block of the tile], so that one K tile's scales for a block of rows are contiguous.
+    `zero_scale`: whether a block with a nonzero code has scale e8m0 0 (2 ** -127, which the kernel then builds as
+    an fp32 subnormal, one instruction more per scale); a block of zeros gives zeros at any scale, so the kernel reads
+    e8m0 0 as 0 when no such block exists (and quantizers write all-zero blocks with scale 0).
+
+    The fp8 path's bit-spread encoding (faster than magnitudes as selectors of a byte-permute table, which the fp16
+    path keeps): the codes' bits sit where
+    an e4m3 byte has them: code (s, e1, e0, m) as the byte s << 7 | e1 << 4 | e0 << 3 | m << 2 is the e4m3 value of
+    the e2m1 value times 2 ** -6, exactly (e2m1's exponent 0 lands on e4m3's subnormals). Half 0's byte i holds bits
+    7, 4, 3, 2 of byte i (one AND yields its fp8 word); half 1 sits in bits 5, 6, 1, 0 (s, e1, e0, m), which two
+    shifts and two logic ops move onto 7, 4, 3, 2. Five instructions per 8 values instead of eight; the kernel
+    multiplies the accumulator by 2 ** 6 at the end.
+
+    `f16` (default: whether some row's nonzero block scales span more than F16_SPREAD binades): the kernel runs fp16
+    wgmma instead (weights and x are exact in fp16; it accumulates each 32-block in fp32 where fp8 wgmma keeps ~13
+    bits, which outputs born of cancellation between very large blocks cannot afford). Its words hold the values of
+    the fp16 A fragment instead: K = 16h + 8j + 2q + l for byte i = 2j + l of half h.
+    """
+    if f16 is None:
+        nonzero = torch.where(w.scales > 0, w.scales, 255).amin(-1).clamp(max=254).to(torch.int32)
+        f16 = bool((w.scales.amax(-1).to(torch.int32) - nonzero > F16_SPREAD).any())
+    refuse_nan_scales(w)
+    e, n, k = w.num_experts, w.codes.shape[1], w.k
+    if n % ROW_BLOCK:
+        raise ValueError(f"prepare_weights: the sm90 layout needs N a multiple of {ROW_BLOCK}, got {n}")
+    tiles = triton.cdiv(k, TILE_K)
+    chunks = tiles * (TILE_K // CHUNK_K)
+    words = torch.empty((e, n, chunks * CHUNK_K // 2), dtype=torch.uint8, device=w.codes.device)
+    i = torch.arange(4, device=w.codes.device)
+    for x in range(e):  # one expert at a time bounds the int64 temporaries
+        c = torch.nn.functional.pad(unpack_codes(w.codes[x]).to(torch.int64), (0, chunks * CHUNK_K - k))
+        if f16:  # K = 64 chunk + 32 b + 16 h + 8 j + 2 q + l
+            c = c.reshape(n, chunks, 2, 2, 2, 4, 2).permute(0, 1, 5, 2, 3, 4, 6).reshape(n, chunks, 4, 2, 2, 4)
+        else:  # K = 64 chunk + 32 b + 16 h + 4 q + i
+            c = c.reshape(n, chunks, 2, 2, 4, 4).permute(0, 1, 4, 2, 3, 5)  # [N, chunk, q, b, h, i]
+        if not f16:  # the bit-spread encoding
+            bits = [(c >> b) & 1 for b in range(4)]  # m, e0, e1, s
+            half0 = sum(bit[..., 0, :] << p for bit, p in zip(bits, (2, 3, 4, 7), strict=True))
+            half1 = sum(bit[..., 1, :] << p for bit, p in zip(bits, (0, 1, 6, 5), strict=True))
+            word = ((half0 + half1) << (8 * i)).sum(-1).reshape(n, -1)
+        else:  # byte-permute table selectors (below)
+            mag, sign = c & 7, c >> 3
+            word = (
+                (mag[..., 0, :] << (4 * i)).sum(-1)
+                + (mag[..., 1, :] << (16 + 4 * i)).sum(-1)
+                + (sign[..., 0, :] << (8 * i + 3)).sum(-1)
+                + (sign[..., 1, :] << (8 * i + 7)).sum(-1)
+            ).reshape(n, -1)  # [N, K/8] in kernel order, < 2**32
+        words[x] = torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).reshape(n, -1)
+    scales = torch.nn.functional.pad(w.scales, (0, 4 * tiles - w.scales.shape[-1]))
+    scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
+    nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
+    zero_scale = bool(((w.scales == 0) & nonzero_blocks).any())  # quantizers give all-zero blocks e8m0 0
+    words = words.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K // 2).transpose(2, 3).contiguous()
+    return Sm90Weights(words, scales, k, f16, zero_scale)
+
+
+def row_major_words(w: Sm90Weights) -> torch.Tensor:
+    """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel)."""
+    e, blocks, tiles, rows, width = w.words.shape
+    return w.words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)
+
+
+def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
+    """What the kernel computes from Sm90Weights, in torch: float64 [E, K, N] (tests compare it to the exact
+    dequantization). Bit for bit the kernel's table, permutes and sign placement, then the block's power of two."""
+    e, n = w.num_experts, w.n
+    words = row_major_words(w).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
+    lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
+    halves = []
+    if not w.f16:  # the bit-spread encoding
+        moved = (((words << 2) & 0x8C8C8C8C) | ((words >> 2) & 0x10101010)) & 0xFFFFFFFF
+        for word in (words & 0x9C9C9C9C, moved):
+            halves.append(torch.stack([(word >> (8 * i)) & 0xFF for i in range(4)], dim=-1))
+    for half_shift, sign_shift in ((0, 4), (16, 0)) if w.f16 else ():  # selectors at bits 0..15 | 16..31
+        sel = torch.stack([(words >> (half_shift + 4 * i)) & 7 for i in range(4)], dim=-1)
+        sign = torch.stack([((words << sign_shift) >> (8 * i + 7)) & 1 for i in range(4)], dim=-1)
+        halves.append(((lut >> (8 * sel)) & 0xFF) | (sign << 7))
+    fp8 = torch.stack(halves, dim=-2)  # [E, N, K/8, h, i]
+    if w.f16:  # [chunk, q, b, h, j, l] -> K = 64 chunk + 32 b + 16 h + 8 j + 2 q + l
+        fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 2, 2).permute(0, 1, 2, 4, 5, 6, 3, 7)
+    else:  # [chunk, q, b, h, i] -> K = 64 chunk + 32 b + 16 h + 4 q + i
+        fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 4).permute(0, 1, 2, 4, 5, 3, 6)
+    fp8 = fp8.reshape(e, n, -1)[..., : w.k]
+    values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64) * (1.0 if w.f16 else 2.0**6)
+    s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
+    return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
