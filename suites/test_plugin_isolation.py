@@ -14,6 +14,14 @@ def test_timed(benchmark):
 """
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch):
+    """The other project's runs are plain pytest processes, also when this file runs under pytest-xdist: its
+    variables, inherited, would make pytest-benchmark disable itself there."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+
+
 def _benchmark_file(pytester):
     return next((pytester.path / ".benchmarks").rglob("*.json"))
 
