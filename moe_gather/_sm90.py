@@ -202,23 +202,10 @@ def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
 
 
 @aggregate
-class _Stage:
-    """One pipeline stage's buffers: gathered x rows, packed words, scales, and the tail rows' x."""
-
-    x: gl.shared_memory_descriptor
-    w: gl.shared_memory_descriptor
-    s: gl.shared_memory_descriptor
-    x_tail: gl.shared_memory_descriptor
-
-    @gluon.constexpr_function
-    def __init__(self, x, w, s, x_tail):
-        self.x, self.w, self.s, self.x_tail = x, w, s, x_tail
-
-
-@aggregate
-class _Ring:
-    """The buffers of a ring of pipeline stages: x rows (128-byte swizzled, wgmma's B), packed words, scales, and the
-    TAIL_ROWS tokens' x rows (the first x buffers again where there are none: never touched)."""
+class _Buffers:
+    """Shared-memory buffers of the pipeline: x rows (128-byte swizzled, wgmma's B), packed words, scales, and the
+    TAIL_ROWS tokens' x rows (the first x buffers again where there are none: never touched). A ring's hold every
+    stage (leading dimension), one stage's are the ring's `stage(i)`."""
 
     x: gl.shared_memory_descriptor
     w: gl.shared_memory_descriptor
@@ -231,7 +218,7 @@ class _Ring:
 
     @gluon.jit
     def stage(self, i):
-        return _Stage(self.x.index(i), self.w.index(i), self.s.index(i), self.x_tail.index(i))
+        return _Buffers(self.x.index(i), self.w.index(i), self.s.index(i), self.x_tail.index(i))
 
 
 @gluon.jit
@@ -245,7 +232,7 @@ def _ring(x_dtype: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, TA
         x_tail = gl.allocate_shared_memory(x_dtype, [STAGES, TAIL_ROWS, _TILE_K], x_nvmma)
     w = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N, _TILE_K // 8], plain2)
     s = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    return _Ring(x, w, s, x_tail)
+    return _Buffers(x, w, s, x_tail)
 
 
 @aggregate
@@ -275,7 +262,7 @@ class _Sources:
 
 
 @gluon.jit
-def _issue_loads(tile, stage: _Stage, src: _Sources, K: gl.constexpr, N: gl.constexpr, K_TILES: gl.constexpr,
+def _issue_loads(tile, stage: _Buffers, src: _Sources, K: gl.constexpr, N: gl.constexpr, K_TILES: gl.constexpr,
                  TAIL_ROWS: gl.constexpr):  # fmt: skip
     """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`; x zero-filled from K on (the words and
     scales hold zeros there), nothing from tile K_TILES on. The loop passes the end of the whole tiles as K and
@@ -340,7 +327,7 @@ class _Sums:
 
 @gluon.jit
 def _mma_tile(
-    sums: _Sums, stage: _Stage, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr, F16: gl.constexpr,
+    sums: _Sums, stage: _Buffers, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr, F16: gl.constexpr,
     ZERO_SCALE: gl.constexpr, BLOCKS: gl.constexpr, TWO_PARTIALS: gl.constexpr, TAIL_ROWS: gl.constexpr,
 ) -> _Sums:  # fmt: skip
     """One landed K tile: its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends inside), one

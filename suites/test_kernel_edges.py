@@ -56,7 +56,7 @@ def _problem(base_params, batch=1024, routing="uniform", **changes):
 def test_scales_spread_from_2_pow_minus_30_to_2_pow_10_within_rows(params):
     """On Hopper such weights take the fp16 wgmma path (prepare_weights): the fp8 one keeps ~13 bits within a
     32-product group, and outputs born of cancellation between 2**10-scaled blocks missed maxtol (0.89 measured on
-    the H200, results/edges_h200.log)."""
+    the H200)."""
     w = params.weights
     blocks = w.scales.shape[-1]
     spread = torch.arange(127 - 30, 127 + 11, device="cuda", dtype=torch.int32)  # 2**-30 .. 2**10
