@@ -239,7 +239,7 @@ def main(argv=None):
     parser.add_argument("--json", default=None, help="write the rows and their summary here")
     parser.add_argument("--from-json", nargs="+", default=None, help="read the rows from these instead of measuring")
     parser.add_argument("--markdown", default=None, help="write the results page here")
-    argv = sys.argv[2:] if argv is None else argv
+    argv = sys.argv[1:] if argv is None else argv  # `python -m moe_gather accuracy` passes its own
     args = parser.parse_args(argv)
     if args.from_json:
         data = _merged(args.from_json)
@@ -270,7 +270,8 @@ def main(argv=None):
     print(json.dumps(data["summary"], indent=1))
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(markdown(data, " ".join(args.from_json or [args.json]), args.markdown))
+            source = " ".join(args.from_json) if args.from_json else (args.json or "(not saved: pass --json)")
+            f.write(markdown(data, source, args.markdown))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     python -m moe_gather bench [--model gpt-oss-120b] [--routing all] [--batch-sizes 128,4096] [--json out.json]
 
 Per case: time, TFLOP/s, TB/s, % of roofline and the speedup over the peer. Roofline time =
-max(bytes / read bandwidth, flops / fp8 dense rate), both measured here (bytes and flops as ../shared/anchors.md:
+max(bytes / read bandwidth, flops / fp8 dense rate), both measured here (bytes and flops as
 Problem.bytes and Problem.flops). Times are sustained: CUDA-graph replays, the median round over a second after a
 warm-up (moe_gather.benchmarking.sustained_seconds: the H200 is power-limited, and a short burst times whichever clock
 phase it lands on), the kernel and the peer alike; the ceilings are triton's do_bench_cudagraph, as the anchors

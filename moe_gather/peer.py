@@ -6,7 +6,7 @@ absent: `available()` says whether it can be used.
 Two ways to call it, both on the same Problem the kernel gets:
 - `fp8x`: fp8 x with its x_scale, weights in the plain strided MXFP4 layout. The peer's exact semantics for our op;
   used as the second reference. Slow on Hopper.
-- `bf16x`: the peer's fast Hopper path (the anchors in ../shared/anchors.md): x upcast to bf16 with x_scale folded in
+- `bf16x`: the peer's fast Hopper path, the one it is timed on: x upcast to bf16 with x_scale folded in
   outside the timed region, weights swizzled for Hopper. For benchmarks; its numerics differ (bf16 rounding of
   x * x_scale).
 """

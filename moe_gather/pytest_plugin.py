@@ -19,7 +19,8 @@ Options
     --params {seed,real,all}            parameter sets (default all): the seed's draws, or GPT-OSS's own (SwiGLU
                                         1.702 / 7.0, engine-quantized activations, a calibrated out scale).
     --batch-sizes 128,4096              batch sizes (default: the model's 48-size ladder and the decode batches
-                                        1, 2, 4, 8, 16, 32, 64).
+                                        1, 2, 4, 8, 16, 32, 64). Given sizes make ladder-style cases (`...-bs8`,
+                                        other inputs than `...-decode-bs8`); select decode cases with -k decode.
 
 Tests ask for the `case` fixture to be parametrized over every selected (model, params, routing, batch) with ids
 like `gpt-oss-120b-zipf-bs4096`, `gpt-oss-120b-zipf-bs4096-real` and `gpt-oss-120b-zipf-decode-bs8` (220 cases for
@@ -243,6 +244,11 @@ def _configure_benchmarks(config, target: GpuTarget):
             config.option.benchmark_storage = f"file://{folder / benchmarking.device_slug(target.measured)}"
         if config.getoption("benchmark_timer") == "time.perf_counter":
             config.option.benchmark_timer = "moe_gather.benchmarking.cuda_timer"
+    if config.getoption("benchmark_compare_fail"):
+        raise pytest.UsageError(
+            "--benchmark-compare-fail compares with pytest-benchmark's newest file only; the gate judges every case "
+            "against the newest file that holds it: use --benchmark-compare with --regression-threshold"
+        )
     compare = config.getoption("benchmark_compare")
     if compare:
         try:
@@ -269,7 +275,8 @@ def _stored_baseline(storage: str, compare, device: str | None) -> benchmarking.
     with warnings.catch_warnings():  # a file it cannot read: refused below, by name
         warnings.simplefilter("ignore")
         selected = list(files.load(pattern))
-    loaded = {(files.path / path).resolve() for path, _ in selected}
+    loaded = {(path if Path(path).is_absolute() or Path(path).exists() else files.path / path) for path, _ in selected}
+    loaded = {Path(path).resolve() for path in loaded}
     for path in files.query(pattern):  # load() skips, with a warning, what it cannot read: refuse it instead
         if path.resolve() not in loaded:
             raise benchmarking.BaselineError(f"baseline {path} is corrupted or not a moe-gather benchmark file")
@@ -444,10 +451,11 @@ class _CaseCache:
         if key not in self.entries:
             value = build()
             size = self._size(value)
+            if size > self.budget:  # never kept: the others stay
+                return value
             while self.entries and self.bytes + size > self.budget:
                 self.bytes -= self._size(self.entries.pop(next(iter(self.entries))))
-            if size <= self.budget:
-                self.entries[key], self.bytes = value, self.bytes + size
+            self.entries[key], self.bytes = value, self.bytes + size
             return value
         return self.entries[key]
 

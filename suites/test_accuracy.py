@@ -59,3 +59,31 @@ def test_page_renders_from_the_json(params, tmp_path):
     assert "| real | cublas_fp8_fast | 1 |" in page and "| small-uniform-bs64-real |" in page
     worst = data["summary"]["seed/fp32"]
     assert f"| seed | fp32 | 1 | {worst['min_bitwise_equal']:.4%} |" in page
+
+
+def test_the_module_runs_as_a_script_too(tmp_path, params):
+    """`python -m moe_gather.accuracy ARGS` takes the same arguments as `python -m moe_gather accuracy ARGS`."""
+    import subprocess
+    import sys
+
+    rows = [accuracy.measure(make_problem(Case(SMALL, "uniform", 64), "cpu", params), None, False)]
+    data = {
+        "device": {"name": "CPU"},
+        "stack": "torch",
+        "command": "c",
+        "summary": accuracy.summarize(rows),
+        "rows": rows,
+    }
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    page = tmp_path / "a.md"
+    command = [
+        sys.executable,
+        "-m",
+        "moe_gather.accuracy",
+        "--from-json",
+        str(tmp_path / "a.json"),
+        "--markdown",
+        str(page),
+    ]
+    subprocess.run(command, check=True, capture_output=True)
+    assert page.read_text().startswith("# Accuracy on the CPU")

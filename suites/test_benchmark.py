@@ -7,8 +7,9 @@ median, and measures a suspected regression again the same way. The peer is time
 between replays: one expert's weights are ~8.8 MB and the H200's L2 50 MB, so from six active experts on the weights
 stream from HBM every replay; smaller cases keep part of them in L2, as they would in a decode loop.
 Each case's output is checked against the golden reference first: a baseline is only as good as its output.
-The gate runs at the seed's parameters (its baselines key on those ids): the kernel's work, and so its time, does not
-depend on the values' parameters. A decode case whose local shard gets no rows launches nothing and skips, saying so.
+The gate runs at the seed's parameters (its baselines key on those ids; the kernel's instructions do not depend on
+the values, though under the H200's power limit its clock may, a little). A decode case whose local shard gets no
+rows launches nothing and skips, saying so.
 """
 
 import pytest

@@ -31,7 +31,8 @@ def test_bad_batch_sizes_are_refused_by_name(capsys, command, sizes, why):
     with pytest.raises(SystemExit) as exit_:
         cli.main([command, "--batch-sizes", sizes])
     assert exit_.value.code == 2
-    assert "--batch-sizes: batch sizes" in capsys.readouterr().err and why
+    err = capsys.readouterr().err
+    assert "--batch-sizes: batch sizes" in err and why in err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU machine's answer: here a GPU would measure")

@@ -169,6 +169,20 @@ def test_compare_num_names_the_one_file_judged_against(pytester):
     result.stdout.fnmatch_lines(["*test_synthetic: * us against 1000.0 us baseline*REGRESSED*"])
 
 
+def test_benchmark_compare_fail_is_refused_for_the_gate(pytester):
+    """pytest-benchmark's own fail rule compares with its newest file only: the gate's per-case rule would disagree."""
+    _baseline(pytester, {"test_synthetic": 0.002, "test_other": 0.001})
+    result = _run(pytester, "--benchmark-compare", "--benchmark-compare-fail=mean:5%")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--benchmark-compare-fail compares with pytest-benchmark's newest file only*"])
+
+
+def test_compare_against_a_file_named_by_its_path(pytester):
+    _baseline(pytester, {"test_synthetic": 0.004, "test_other": 0.001}, name="0001_base.json")
+    result = _run(pytester, "--benchmark-compare=.benchmarks/0001_base.json")
+    result.assert_outcomes(passed=2)
+
+
 def test_an_explicit_benchmark_storage_is_honoured(pytester):
     _baseline(pytester, {"test_synthetic": 0.001, "test_other": 0.001})  # the default storage: would fail
     folder = pytester.path / "elsewhere"

@@ -13,7 +13,7 @@ from moe_gather.routing import make_logits, route
 pytestmark = pytest.mark.gpu
 
 needs_peer = pytest.mark.skipif(
-    not peer.available(), reason="triton_kernels is not importable: put it on PYTHONPATH (README, 'The peer')"
+    not peer.available(), reason="triton_kernels is not importable: put it on PYTHONPATH (README, 'Install')"
 )
 
 

@@ -1,5 +1,5 @@
 """The degraded kernels of tools/mutants.py, on the CPU: each compiles for sm_90a with its change in the PTX, and the
-kernel is itself again afterwards. On the H200 they fail the kernel tests (results/h200/numerics.md)."""
+kernel is itself again afterwards. On the H200 they fail the kernel tests (results/h200/mutants.md)."""
 
 import importlib.util
 import json
@@ -53,10 +53,11 @@ def test_report_tabulates_runs_per_mutant_and_parameter_set(tmp_path):
         dict(zip(fields, ("m-zipf-bs8-real", "kernel", "failed", 0.97, 24, 5), strict=True)),
         dict(zip(fields, ("m-zipf-bs8-real", "peer", "passed", 1.0, 0, 0), strict=True)),
     ]
-    run = {"mutant": "epilogue-9", "argv_mutant": ["epilogue-9", "suites/test_kernel.py"], "records": records}
+    argv = ["epilogue-9", "suites/test_kernel.py", "--accuracy-json", "out.json"]
+    run = {"mutant": "epilogue-9", "argv_mutant": argv, "records": records}
     (tmp_path / "run.json").write_text(json.dumps(run))
     table = mutants.report([str(tmp_path / "run.json")])
     assert "| epilogue-9 | seed | 0 of 1 | 99.9500% | 1 | 1 |" in table
-    command = "`python tools/mutants.py epilogue-9 suites/test_kernel.py`"
+    command = "`python tools/mutants.py epilogue-9 suites/test_kernel.py`"  # where it wrote is not part of it
     assert f"| epilogue-9 | real | 1 of 1 | 97.0000% | 24 | 5 | {command} |" in table
     assert table.startswith("# Degraded kernels")

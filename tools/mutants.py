@@ -88,7 +88,11 @@ def report(paths: list[str], page: str = "PAGE") -> str:
     for path in paths:
         with open(path) as f:
             run = json.load(f)
-        words = [a for a in run["argv_mutant"] if not a.startswith("--accuracy-json")]  # where it wrote, not what
+        words = run["argv_mutant"]
+        if "--accuracy-json" in words[:-1]:  # where it wrote, not what it ran
+            at = words.index("--accuracy-json")
+            words = words[:at] + words[at + 2 :]
+        words = [a for a in words if not a.startswith("--accuracy-json=")]
         command = "python tools/mutants.py " + " ".join(words)
         for params in ("seed", "real"):
             records = [
@@ -123,6 +127,8 @@ def main(argv: list[str]) -> int:
     with applied(argv[0]):
         status = int(pytest.main(argv[1:]))
     out = next((a.split("=", 1)[1] for a in argv if a.startswith("--accuracy-json=")), None)
+    if out is None and "--accuracy-json" in argv[:-1]:
+        out = argv[argv.index("--accuracy-json") + 1]
     if out:  # name the mutant in the run's record
         with open(out) as f:
             run = json.load(f)

@@ -2,7 +2,7 @@
 
     python3 tools/read_ceiling.py [--json out.json]
 
-The roofline's read ceiling (moe_gather/bench.py, ../shared/anchors.md) is a sum over 2 GiB; a small-batch case reads
+The roofline's read ceiling (moe_gather/bench.py) is a sum over 2 GiB; a small-batch case reads
 ~145 MB (gpt-oss-120b's 16 local experts of MXFP4 weights and scales) in ~40 us, where a kernel's start and its last
 wave's tail are a larger share. Two readers: torch.sum (the anchor's) and a plain Triton kernel (each program sums
 a contiguous chunk, 16 bytes per thread a load, and stores one value).

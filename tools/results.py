@@ -31,26 +31,18 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+# Older data records some fields by their earlier names.
+_RENAMED = {"num_buffers": "num_stages", "large_num_buffers": "large_num_stages", "pairs": "parity_rings",
+            "narrow": "narrow_last_tile", "overlap": "two_partials", "extra": "tail_rows"}  # fmt: skip
+_DEFAULTS = {"maxnreg=None", "widest_first=False", "split_at=0", "large_block_m=64", "parity_rings=False",
+             "narrow_last_tile=0", "two_partials=False", "large_num_stages=4", "tail_rows=0"}  # fmt: skip
+
+
 def _short_config(config: str) -> str:
-    """Sm90Config(...) without the fields at their defaults."""
+    """Sm90Config(...) by its fields' current names, without those at their defaults."""
     fields = config.removeprefix("Sm90Config(").removesuffix(")").split(", ")
-    defaults = {
-        "maxnreg=None",
-        "widest_first=False",
-        "split_at=0",
-        "large_block_m=64",
-        "parity_rings=False",
-        "narrow_last_tile=0",
-        "two_partials=False",
-        "large_num_stages=4",
-        "tail_rows=0",
-        "pairs=False",
-        "narrow=0",
-        "overlap=False",
-        "large_num_buffers=4",
-        "extra=0",
-    }  # the fields' defaults, by their names now and as older data recorded them
-    return ", ".join(f for f in fields if f not in defaults)
+    fields = [f"{_RENAMED.get(f.split('=')[0], f.split('=')[0])}={f.split('=', 1)[1]}" for f in fields]
+    return ", ".join(f for f in fields if f not in _DEFAULTS)
 
 
 def speed() -> str:
@@ -157,7 +149,7 @@ def reliability() -> str:
         "entry.",
         "",
         "compute-sanitizer on a case of each table entry (`sanitize.log`: `bash tools/sanitize.sh`; N narrowed where "
-        "the full N outlasts a device call under racecheck). This page: `python tools/results.py`.",
+        "racecheck would take too long at the full N). This page: `python tools/results.py`.",
         "",
         "| tool | case | N | config | summary | exit |",
         "|---|---|---:|---|---|---:|",
