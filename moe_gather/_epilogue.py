@@ -33,13 +33,17 @@ def swiglu_store(
     N: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     VEC: gl.constexpr = 2,  # consecutive weight rows each thread holds after the transpose: VEC / 2 outputs per store
     NAN_MIN_MAX: gl.constexpr = False,  # the clamps as min / max that keep NaN (one instruction each); else selects
+    ACC_SCALE: gl.constexpr = 1.0,  # a power of two the accumulator carries: folded into x_scale (exact)
 ):  # fmt: skip
     LANES_N: gl.constexpr = min(32, BLOCK_N // VEC)
     epi_layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // LANES_N, LANES_N], [gl.num_warps(), 1], [1, 0])
     z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
     offs_en = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, epi_layout))
     bias = gl.load(bias_ptr + row0 + offs_en)
-    z = gl.fma(z, gl.load(x_scale_ptr), bias[None, :])
+    x_scale = gl.load(x_scale_ptr)
+    if ACC_SCALE != 1.0:
+        x_scale = x_scale * ACC_SCALE
+    z = gl.fma(z, x_scale, bias[None, :])
     gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
     if NAN_MIN_MAX:  # as torch.minimum and torch.clamp
         gate = gl.minimum(gate, limit, propagate_nan=_NAN)

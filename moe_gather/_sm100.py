@@ -46,6 +46,8 @@ class Sm100Weights(ExpertShape):
     scales: torch.Tensor  # uint8 [E, N / 128, cdiv(K, 128), 2, 256]: swizzled e8m0 (swizzle_scales), zero past K
     k: int
 
+    precision = "accurate"  # the block-scaled MMA applies each block's scale itself: there is no faster mode
+
 
 def swizzle_scales(scales: torch.Tensor) -> torch.Tensor:
     """e8m0 [E, N, K/32] -> [E, N/128, K tiles, 2, 256]: per 128 rows and 4 K blocks, 512 bytes with the scale of
@@ -64,7 +66,20 @@ def unswizzle_scales(swizzled: torch.Tensor, blocks: int) -> torch.Tensor:
     return s.reshape(e, groups * SCALE_ROWS, 4 * tiles)[..., :blocks]
 
 
-def prepare_weights(w: MXFP4Weights) -> Sm100Weights:
+PRECISIONS = ("accurate",)
+DEFAULT_PRECISION = "accurate"
+
+
+def prepare_for(w: MXFP4Weights, precision: str | None = None) -> Sm100Weights:
+    """bmm1.prepare_weights on Blackwell: one precision, "accurate"."""
+    return prepare_weights(w, precision or DEFAULT_PRECISION)
+
+
+def prepare_weights(w: MXFP4Weights, precision: str = "accurate") -> Sm100Weights:
+    if precision not in PRECISIONS:
+        raise ValueError(
+            f"precision: the sm100 kernel has {PRECISIONS} (its MMA applies the block scales), got {precision!r}"
+        )
     refuse_nan_scales(w)
     if w.n % SCALE_ROWS:
         raise ValueError(f"prepare_weights: the sm100 layout needs N a multiple of {SCALE_ROWS}, got {w.n}")
@@ -125,7 +140,7 @@ TENSOR_MEMORY_COLUMNS = 512
 FORCE_ENV = "MOE_GATHER_SM100_FORCE"
 
 
-def select_config(ragged) -> Sm100Config:
+def select_config(ragged, precision: str = "accurate") -> Sm100Config:
     """The seed's key: the global expected slice size (batch * top_k / num_experts); never measured here."""
     return choose(CONFIGS, ragged.expected_slice_size, FORCE_ENV, "sm100")
 

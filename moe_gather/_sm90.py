@@ -34,13 +34,18 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.language.core import _aggregate as aggregate
 
 from ._epilogue import swiglu_store
-from ._sm90_config import CONFIGS, F16_MAX_BLOCK_M, FORCE_ENV, Sm90Config, f16_config, select_config
+from ._sm90_config import CONFIGS, F16_MAX_BLOCK_M, FAST_CONFIGS, FORCE_ENV, Sm90Config, f16_config, select_config
 from ._sm90_layout import (
     E4M3_OF_E2M1_HI,
     E4M3_OF_E2M1_LO,
     F16_SPREAD,
+    FAST_SHIFT,
+    FAST_TABLE_HI,
+    FAST_TABLE_LO,
+    PRECISIONS,
     ROW_BLOCK,
     TILE_K,
+    FoldError,
     Sm90Weights,
     emulate_dequant,
     prepare_weights,
@@ -49,12 +54,14 @@ from ._sm90_layout import (
 from .mxfp4 import MX_BLOCK
 
 __all__ = [
-    "CONFIGS", "F16_MAX_BLOCK_M", "F16_SPREAD", "FORCE_ENV", "Sm90Config", "Sm90Weights", "emulate_dequant",
-    "f16_config", "launch", "prepare_weights", "row_major_words", "select_config",
+    "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FORCE_ENV", "PRECISIONS",
+    "FoldError", "Sm90Config", "Sm90Weights", "emulate_dequant",
+    "f16_config", "launch", "prepare_for", "prepare_weights", "row_major_words", "select_config",
 ]  # fmt: skip
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
 _ROW_BLOCK = tl.constexpr(ROW_BLOCK)
+_FAST_SHIFT = tl.constexpr(FAST_SHIFT)
 
 
 # The fp16 path's words: 8 e2m1 codes -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
@@ -89,6 +96,29 @@ and.b32 down, down, 0x10101010;
 or.b32 $1, up, down;
 }
 """)
+
+
+@gluon.constexpr_function
+def _fold_asm(j):
+    """The fast mode's words of block j: the row's byte table from its d (bits 4j.. of the scale word: the values times
+    2 ** (6 - d), FAST_TABLE_* less d * 8 on each nonzero byte), then the fp16 path's selectors, permutes and signs."""
+    return f"""
+{{
+.reg .b32 d, lo, hi, sel, mag, sgn;
+bfe.u32 d, $3, {4 * j}, 4;
+mad.lo.u32 lo, d, {(-0x08080800) & 0xFFFFFFFF:#x}, {FAST_TABLE_LO:#x};
+mad.lo.u32 hi, d, {(-0x08080808) & 0xFFFFFFFF:#x}, {FAST_TABLE_HI:#x};
+and.b32 sel, $2, 0x77777777;
+prmt.b32 mag, lo, hi, sel;
+shl.b32 sgn, $2, 4;
+and.b32 sgn, sgn, 0x80808080;
+or.b32 $0, mag, sgn;
+shr.u32 sel, sel, 16;
+prmt.b32 mag, lo, hi, sel;
+and.b32 sgn, $2, 0x80808080;
+or.b32 $1, mag, sgn;
+}}
+"""
 
 
 @gluon.constexpr_function
@@ -152,6 +182,17 @@ def _as_operand(low, high, BLOCK_N: gl.constexpr, PER_WORD: gl.constexpr, layout
             asm="mov.b32 $0, $1;", constraints="=r,r,r", args=[as_elements], dtype=gl.float16, is_pure=True, pack=2
         )  # the word, read as its elements
     return gl.convert_layout(values.reshape([BLOCK_N, 8 * PER_WORD]), layout)
+
+
+@gluon.jit
+def _a_operand_folded(words, scale_words, j: gl.constexpr, BLOCK_N: gl.constexpr, a_layout: gl.constexpr):
+    """The fast mode: packed words [rows, quad] of K block j and their rows' scale words -> the block's weights times
+    2 ** (6 - d) in e4m3 (exact: Sm90Weights.fast) as wgmma's register operand [rows, 32]."""
+    lo, hi = gl.inline_asm_elementwise(
+        asm=_fold_asm(j), constraints="=r,=r,r,r", args=[words, scale_words], dtype=(gl.int32, gl.int32),
+        is_pure=True, pack=1,
+    )  # fmt: skip
+    return _as_operand(lo, hi, BLOCK_N, 4, a_layout)
 
 
 @gluon.jit
@@ -329,11 +370,13 @@ class _Sums:
 def _mma_tile(
     sums: _Sums, stage: _Buffers, x16_smem, BLOCK_N: gl.constexpr, BLOCK_M: gl.constexpr, F16: gl.constexpr,
     ZERO_SCALE: gl.constexpr, BLOCKS: gl.constexpr, TWO_PARTIALS: gl.constexpr, TAIL_ROWS: gl.constexpr,
+    FAST: gl.constexpr,
 ) -> _Sums:  # fmt: skip
     """One landed K tile: its first BLOCKS blocks' weights converted (4; fewer in the tile that K ends inside), one
     wgmma each, each partial promoted into acc. The operand layouts follow from the accumulator's. TWO_PARTIALS:
     block j + 1's wgmma writes `spare` while block j's partial is promoted. TAIL_ROWS: a second wgmma per block on
-    the same weights."""
+    the same weights. FAST: each block's weights folded against the tile's reference scale of their row, the tile's
+    wgmmas chained into one partial, promoted once."""
     acc, part, spare, acc_e, part_e = sums.acc, sums.part, sums.spare, sums.acc_tail, sums.part_tail
     acc_layout: gl.constexpr = acc.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
@@ -348,7 +391,27 @@ def _mma_tile(
     block0, block2 = gl.split(even.permute((0, 2, 1)))
     block1, block3 = gl.split(odd.permute((0, 2, 1)))
     blocks = (block0, block1, block2, block3)
-    if F16:
+    if FAST:
+        gl.static_assert(not TWO_PARTIALS and not F16, "the fast mode runs one fp8 partial per K tile")
+        sw = stage.s.load(gl.SliceLayout(1, block0.type.layout))  # the scale word of each row a thread converts
+        sw = gl.expand_dims(sw, 1).broadcast_to(block0.shape)
+        ref_rows = (scale_words & 0x7F800000).to(gl.float32, bitcast=True)  # 2 ** (r - 127), r the tile's reference
+        a = _a_operand_folded(block0, sw, 0, BLOCK_N, a_layout)
+        part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
+        if TAIL_ROWS:
+            part_e = warpgroup_mma(a, _x_block(xe_tile, 0), part_e, use_acc=False, is_async=True)
+        for j in gl.static_range(1, BLOCKS):
+            a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
+            part = warpgroup_mma(a, _x_block(x_tile, j), part, is_async=True)
+            if TAIL_ROWS:
+                part_e = warpgroup_mma(a, _x_block(xe_tile, j), part_e, is_async=True)
+        if TAIL_ROWS:
+            part, part_e = warpgroup_mma_wait(num_outstanding=0, deps=(part, part_e))
+            acc_e = _promote(part_e, gl.convert_layout(ref_rows, e_rows)[:, None], acc_e)
+        else:
+            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+        acc = _promote(part, ref_rows[:, None], acc)
+    elif F16:
         _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
         fence_async_shared()
         gl.thread_barrier()
@@ -431,7 +494,7 @@ class _Call:
 def _tile(
     call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
-    TWO_PARTIALS: gl.constexpr,
+    TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr,
 ):  # fmt: skip
     """One program's tile: tokens [m0, m0 + BLOCK_M + TAIL_ROWS) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. TAIL_ROWS tokens past BLOCK_M (0, or a power of two) get a wgmma of their
@@ -518,7 +581,7 @@ def _tile(
         ahead = rings[AHEAD % RINGS].stage(AHEAD // RINGS % RING)
         _issue_loads(AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
         sums = _mma_tile(sums, rings[0].stage(0), x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, LAST_BLOCKS,
-                         TWO_PARTIALS, TAIL_ROWS)  # fmt: skip
+                         TWO_PARTIALS, TAIL_ROWS, FAST)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
@@ -528,24 +591,28 @@ def _tile(
             _issue_loads(p + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # whole tiles only
             landed = rings[(r + FIRST) % RINGS].stage(p // RINGS % RING)
             sums = _mma_tile(sums, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, TWO_PARTIALS,
-                             TAIL_ROWS)  # fmt: skip
+                             TAIL_ROWS, FAST)  # fmt: skip
     if WHOLE % RINGS:  # parity rings and an odd number of whole tiles: the last step
         cp.wait_group(NUM_STAGES - 2)
         gl.thread_barrier()
         sums = _mma_tile(sums, rings[LAST % RINGS].stage(LAST // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M, F16,
-                         ZERO_SCALE, BLOCKS, TWO_PARTIALS, TAIL_ROWS)  # fmt: skip
+                         ZERO_SCALE, BLOCKS, TWO_PARTIALS, TAIL_ROWS, FAST)  # fmt: skip
     cp.wait_group(0)
 
     acc = sums.acc
-    if not F16:  # the bit-spread encoding
+    acc_tail = sums.acc_tail
+    ACC_SCALE: gl.constexpr = 2.0**-_FAST_SHIFT if FAST else 1.0  # the fast tables' 2 ** 6, folded into x_scale
+    if not F16 and not FAST:  # the bit-spread encoding
         acc = acc * 64.0  # exact: a power of two
+        acc_tail = acc_tail * 64.0
     swiglu_store(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
         N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
+        ACC_SCALE=ACC_SCALE,
     )  # fmt: skip
-    if TAIL_ROWS:  # (the fp8 path only)
-        swiglu_store(sums.acc_tail * 64.0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
-                     m0 + BLOCK_M, pid_n, start, size, N, TAIL_ROWS, BLOCK_N)  # fmt: skip
+    if TAIL_ROWS:  # (the fp8 paths only)
+        swiglu_store(acc_tail, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
+                     m0 + BLOCK_M, pid_n, start, size, N, TAIL_ROWS, BLOCK_N, ACC_SCALE=ACC_SCALE)  # fmt: skip
 
 
 @gluon.jit
@@ -573,6 +640,7 @@ def _bmm1_sm90_kernel(
     PARITY_RINGS: gl.constexpr = False,  # Sm90Config.parity_rings
     NARROW: gl.constexpr = 0,  # Sm90Config.narrow_last_tile, within what block_m allows (_narrowing)
     TWO_PARTIALS: gl.constexpr = False,  # Sm90Config.two_partials
+    FAST: gl.constexpr = False,  # the fast mode (Sm90Weights.fast): block scales folded, one promotion per K tile
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
@@ -590,13 +658,15 @@ def _bmm1_sm90_kernel(
     m0 = pid_m * BLOCK_M  # the tile's first row in the slice
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS)
+        _tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST)
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS)
+        _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST)
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
-        _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS)  # odd: unpaired
+        _tile(
+            call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST
+        )  # odd: unpaired
     else:
-        _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS)
+        _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -604,7 +674,9 @@ def _narrowing(narrow: int, block_m: int) -> int:
     return min(narrow, (block_m // 8).bit_length() - 1)
 
 
-def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, zero_scale: bool) -> dict:
+def kernel_constexprs(
+    config: Sm90Config, tile: int, k: int, n: int, f16: bool, zero_scale: bool, fast: bool = False
+) -> dict:
     """The kernel's compile-time arguments for launch `tile` of `config` (0, or 1 for split_at's large tiles) on
     weights of that shape and path: what `launch` passes, and what the CPU tests compile."""
     block_m, num_stages = config.tiles[tile]
@@ -619,12 +691,30 @@ def kernel_constexprs(config: Sm90Config, tile: int, k: int, n: int, f16: bool, 
         "PARITY_RINGS": bool(config.parity_rings),
         "NARROW": _narrowing(config.narrow_last_tile, block_m),
         "TWO_PARTIALS": bool(config.two_partials),
+        "FAST": fast,
     }
+
+
+DEFAULT_PRECISION = "fast"  # within the numerics budget on every case measured (docs/numerics.md)
+
+
+def prepare_for(w, precision: str | None = None) -> Sm90Weights:
+    """bmm1.prepare_weights on Hopper: `precision` None takes DEFAULT_PRECISION where the weights' block scales fold
+    into e4m3 (every row and K tile within FAST_WINDOW binades), else "accurate"; a precision asked for is kept or
+    refused by name."""
+    if precision is not None:
+        return prepare_weights(w, precision=precision)
+    try:
+        return prepare_weights(w, precision=DEFAULT_PRECISION)
+    except FoldError:
+        return prepare_weights(w, precision="accurate")
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
-    config = config or select_config(ragged)
+    config = config or select_config(ragged, w.precision)
+    if w.fast and config.two_partials:
+        raise ValueError(f"config: the fast precision runs one partial per K tile, got two_partials in {config}")
     if w.f16:
         config = f16_config(config)
     if w.n % config.block_n:
@@ -640,7 +730,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
-                **kernel_constexprs(config, tile, w.k, w.n, w.f16, w.zero_scale),
+                **kernel_constexprs(config, tile, w.k, w.n, w.f16, w.zero_scale, w.fast),
                 num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

@@ -71,12 +71,23 @@ CONFIGS = (
 )
 
 
+# The fast precision's table: the same keys; one partial per K tile (its promotion is a quarter of the accurate
+# path's), so block_m 128 drops two_partials; block_m 32 on two warpgroups drops tail_rows (it spills at 80).
+FAST_CONFIGS = (
+    (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
+    (40, Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2)),
+    (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
+    (1 << 30, Sm90Config(128, 4, 8, narrow_last_tile=2)),
+)
+
 FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides fields of every choice (tests, sweeps)
 
 
-def select_config(ragged) -> Sm90Config:
-    """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size)."""
-    return choose(CONFIGS, ragged.local_slice_size, FORCE_ENV, "sm90")
+def select_config(ragged, precision: str = "accurate") -> Sm90Config:
+    """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size) at `precision`
+    ("accurate" or "fast")."""
+    table = FAST_CONFIGS if precision == "fast" else CONFIGS
+    return choose(table, ragged.local_slice_size, FORCE_ENV, f"sm90 {precision}")
 
 
 def f16_config(config: Sm90Config) -> Sm90Config:

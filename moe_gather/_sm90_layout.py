@@ -14,6 +14,19 @@ from .mxfp4 import MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, refuse_nan_
 # e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
 E4M3_OF_E2M1_LO = 0x3C383000
 E4M3_OF_E2M1_HI = 0x4C484440
+# The fast mode's byte tables at d = 0: e4m3 bytes of the e2m1 magnitudes times 2 ** 6 (0, 32, 64, 96 | 128, 192,
+# 256, 384); d binades lower is d * 8 off each nonzero byte, exact while the smallest (2 ** (5 - d)) stays normal.
+FAST_TABLE_LO = 0x6C686000
+FAST_TABLE_HI = 0x7C787470
+FAST_WINDOW = 11  # binades a block's scale may sit below its tile's largest in the fast mode (d = 0 .. 11)
+FAST_SHIFT = 6  # the fast mode's tables hold the values times 2 ** 6
+PRECISIONS = ("accurate", "fast")
+
+
+class FoldError(ValueError):
+    """Weights whose block scales do not fold exactly into e4m3 (the fast precision's window)."""
+
+
 TILE_K = 128  # K per pipeline stage: 4 e8m0 blocks, one 128-byte swizzled row of fp8 x
 ROW_BLOCK = 64  # weight rows of one warpgroup: the words are stored [row block, K tile, row, 64 bytes]
 CHUNK_K = 64  # K per group of 8 packed words in the weight layout (prepare_weights)
@@ -28,6 +41,7 @@ class Sm90Weights(ExpertShape):
     k: int
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
     zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op per scale
+    fast: bool = False  # the fast mode's encoding: block scales folded into the e4m3 values, one promotion per K tile
 
     _leading = "scales"
 
@@ -37,15 +51,20 @@ class Sm90Weights(ExpertShape):
 
     @property
     def encoding(self) -> str:
-        """For reports: "f16" or "spread"."""
-        return "f16" if self.f16 else "spread"
+        """For reports: "f16", "spread" or "fast"."""
+        return "f16" if self.f16 else "fast" if self.fast else "spread"
+
+    @property
+    def precision(self) -> str:
+        """ "fast" (block scales folded into the fp8 values, promoted once per 128 K) or "accurate" (exact per 32 K)."""
+        return "fast" if self.fast else "accurate"
 
 
 F16_SPREAD = 16  # binades between a row's largest and smallest nonzero block scale above which fp16 wgmma is used
 
 
-def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
-    """Re-pack codes and scales for the kernel.
+def prepare_weights(w: MXFP4Weights, f16: bool | None = None, precision: str = "accurate") -> Sm90Weights:
+    """Re-pack codes and scales for the kernel, in the encoding of `precision` (PRECISIONS).
 
     Words: K = 64c + 32b + 16h + 4q + i (chunk c, block parity b, half h, quad q, byte i). Chunk c of a row is 8
     32-bit words, word 2q + b holding the 8 codes (h, i) of quad q: exactly the fp8 values that the thread of lane
@@ -71,7 +90,18 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
     wgmma instead (weights and x are exact in fp16; it accumulates each 32-block in fp32 where fp8 wgmma keeps ~13
     bits, which outputs born of cancellation between very large blocks cannot afford). Its words hold the values of
     the fp16 A fragment instead: K = 16h + 8j + 2q + l for byte i = 2j + l of half h.
+
+    `precision="fast"`: the fp8 path's K order with the fp16 path's selector encoding, and the scales as one word per
+    row and K tile (fast_scale_words), which the kernel folds into the e4m3 values through a byte table per row and
+    block (docs/sm90.md); weights whose scales do not fit the fold's window are refused by name.
     """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    fast = precision == "fast"
+    if fast and f16:
+        raise ValueError("prepare_weights: the fast precision runs fp8 wgmma; f16=True is the accurate path's")
+    if fast:
+        f16 = False
     if f16 is None:
         nonzero = torch.where(w.scales > 0, w.scales, 255).amin(-1).clamp(max=254).to(torch.int32)
         f16 = bool((w.scales.amax(-1).to(torch.int32) - nonzero > F16_SPREAD).any())
@@ -89,12 +119,12 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
             c = c.reshape(n, chunks, 2, 2, 2, 4, 2).permute(0, 1, 5, 2, 3, 4, 6).reshape(n, chunks, 4, 2, 2, 4)
         else:  # K = 64 chunk + 32 b + 16 h + 4 q + i
             c = c.reshape(n, chunks, 2, 2, 4, 4).permute(0, 1, 4, 2, 3, 5)  # [N, chunk, q, b, h, i]
-        if not f16:  # the bit-spread encoding
+        if not f16 and not fast:  # the bit-spread encoding
             bits = [(c >> b) & 1 for b in range(4)]  # m, e0, e1, s
             half0 = sum(bit[..., 0, :] << p for bit, p in zip(bits, (2, 3, 4, 7), strict=True))
             half1 = sum(bit[..., 1, :] << p for bit, p in zip(bits, (0, 1, 6, 5), strict=True))
             word = ((half0 + half1) << (8 * i)).sum(-1).reshape(n, -1)
-        else:  # byte-permute table selectors (below)
+        else:  # byte-permute table selectors (the fp16 path's fixed table, the fast mode's per row and block)
             mag, sign = c & 7, c >> 3
             word = (
                 (mag[..., 0, :] << (4 * i)).sum(-1)
@@ -103,12 +133,39 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None) -> Sm90Weights:
                 + (sign[..., 1, :] << (8 * i + 7)).sum(-1)
             ).reshape(n, -1)  # [N, K/8] in kernel order, < 2**32
         words[x] = torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).reshape(n, -1)
-    scales = torch.nn.functional.pad(w.scales, (0, 4 * tiles - w.scales.shape[-1]))
-    scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
     nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
+    if fast:
+        scales = fast_scale_words(w.scales, nonzero_blocks, tiles)
+    else:
+        scales = torch.nn.functional.pad(w.scales, (0, 4 * tiles - w.scales.shape[-1]))
+        scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
     zero_scale = bool(((w.scales == 0) & nonzero_blocks).any())  # quantizers give all-zero blocks e8m0 0
     words = words.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K // 2).transpose(2, 3).contiguous()
-    return Sm90Weights(words, scales, k, f16, zero_scale)
+    return Sm90Weights(words, scales, k, f16, zero_scale and not fast, fast)
+
+
+def fast_scale_words(scales: torch.Tensor, nonzero_blocks: torch.Tensor, tiles: int) -> torch.Tensor:
+    """The fast mode's scales: per row and 128-wide K tile one 32-bit word (as 4 bytes, [E, tile, N, 4]) holding the
+    tile's reference exponent r (the largest e8m0 of its blocks with a nonzero code) in bits 23..30, so that the word
+    masked to them reads as the fp32 2 ** (r - 127), and each block's d = r - e8m0 (0 for a block of zeros) in bits
+    4j .. 4j + 3. Refuses, naming the first, a row and tile whose d passes FAST_WINDOW or whose r is 0."""
+    e, n, blocks = scales.shape
+    pad = 4 * tiles - blocks
+    s = torch.nn.functional.pad(scales.to(torch.int64), (0, pad)).reshape(e, n, tiles, 4)
+    nz = torch.nn.functional.pad(nonzero_blocks, (0, pad)).reshape(e, n, tiles, 4)
+    ref = torch.where(nz, s, -1).amax(-1, keepdim=True)  # -1: a tile of zeros
+    d = torch.where(nz, ref - s, 0)
+    bad = ((d > FAST_WINDOW).any(-1) | (ref[..., 0] == 0)).nonzero()
+    if bad.numel():
+        x, row, tile = bad[0].tolist()
+        raise FoldError(
+            f"weights: expert {x}, row {row}, K tile {tile}: block scales {s[x, row, tile].tolist()} do not fold"
+            f" exactly into e4m3 (more than {FAST_WINDOW} binades below the tile's largest, or 2 ** -127); use"
+            f" precision='accurate'"
+        )
+    word = (ref[..., 0].clamp(min=0) << 23) + (d << (4 * torch.arange(4, device=scales.device))).sum(-1)
+    word = word.transpose(1, 2)  # [E, tile, N]
+    return torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).to(torch.uint8).contiguous()
 
 
 def row_major_words(w: Sm90Weights) -> torch.Tensor:
@@ -119,25 +176,44 @@ def row_major_words(w: Sm90Weights) -> torch.Tensor:
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     """What the kernel computes from Sm90Weights, in torch: float64 [E, K, N] (tests compare it to the exact
-    dequantization). Bit for bit the kernel's table, permutes and sign placement, then the block's power of two."""
+    dequantization). Bit for bit the kernel's encodings, tables, permutes and sign placement, then the block's power
+    of two (the fast mode: the table of the row and block, then the tile's reference power of two)."""
     e, n = w.num_experts, w.n
     words = row_major_words(w).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
     lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
+    if w.fast:  # each word's table: its row's d for its block (word 8 chunk + 2 q + b of a tile: block 2 chunk + b)
+        d = _fast_fields(w)[0].repeat_interleave(16, dim=-2)  # [E, N, tiles * 16, 4]
+        block = 2 * (torch.arange(words.shape[-1]) % 16 // 8) + torch.arange(words.shape[-1]) % 2
+        d = d.gather(-1, block.expand(e, n, -1)[..., None])[..., 0]
+        lut = (FAST_TABLE_LO - d * 0x08080800) | ((FAST_TABLE_HI - d * 0x08080808) << 32)
     halves = []
-    if not w.f16:  # the bit-spread encoding
+    if not w.f16 and not w.fast:  # the bit-spread encoding
         moved = (((words << 2) & 0x8C8C8C8C) | ((words >> 2) & 0x10101010)) & 0xFFFFFFFF
         for word in (words & 0x9C9C9C9C, moved):
             halves.append(torch.stack([(word >> (8 * i)) & 0xFF for i in range(4)], dim=-1))
-    for half_shift, sign_shift in ((0, 4), (16, 0)) if w.f16 else ():  # selectors at bits 0..15 | 16..31
+    for half_shift, sign_shift in ((0, 4), (16, 0)) if w.f16 or w.fast else ():  # selectors at bits 0..15 | 16..31
         sel = torch.stack([(words >> (half_shift + 4 * i)) & 7 for i in range(4)], dim=-1)
         sign = torch.stack([((words << sign_shift) >> (8 * i + 7)) & 1 for i in range(4)], dim=-1)
-        halves.append(((lut >> (8 * sel)) & 0xFF) | (sign << 7))
+        table = lut[..., None] if w.fast else lut
+        halves.append(((table >> (8 * sel)) & 0xFF) | (sign << 7))
     fp8 = torch.stack(halves, dim=-2)  # [E, N, K/8, h, i]
     if w.f16:  # [chunk, q, b, h, j, l] -> K = 64 chunk + 32 b + 16 h + 8 j + 2 q + l
         fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 2, 2).permute(0, 1, 2, 4, 5, 6, 3, 7)
     else:  # [chunk, q, b, h, i] -> K = 64 chunk + 32 b + 16 h + 4 q + i
         fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 4).permute(0, 1, 2, 4, 5, 3, 6)
     fp8 = fp8.reshape(e, n, -1)[..., : w.k]
-    values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64) * (1.0 if w.f16 else 2.0**6)
+    values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
+    if w.fast:
+        ref = decode_e8m0(_fast_fields(w)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
+        return (values * ref.repeat_interleave(TILE_K, dim=-1)[..., : w.k]).transpose(1, 2)
+    values = values * (1.0 if w.f16 else 2.0**6)
     s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
     return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
+
+
+def _fast_fields(w: Sm90Weights) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fast mode's scale words read back: d [E, N, tiles, 4] and the reference e8m0 [E, N, tiles]."""
+    word = w.scales.to(torch.int64)
+    word = (word << (8 * torch.arange(4))).sum(-1).transpose(1, 2)  # [E, N, tiles]
+    d = torch.stack([(word >> (4 * j)) & 0xF for j in range(4)], dim=-1)
+    return d, (word >> 23) & 0xFF

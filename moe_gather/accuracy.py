@@ -5,7 +5,7 @@
 
 Computations, each scored by reference.compare_fp8 (bitwise-equal fraction, worst error in ordinals, worst scaled
 error and the fraction of outputs over 1: reference.scaled_errors):
-- kernel: moe_bmm1 on this GPU;
+- kernel: moe_bmm1 on this GPU at precision "accurate"; kernel_fast: at "fast" (Hopper; weights whose scales fold);
 - peer: triton_kernels' matmul_ogs with fp8 x (its exact semantics for this op), where importable;
 - fp32: torch's fp32 matmul of the dequantized weights (TF32 off), the reference's exact epilogue after it;
 - cublas_fp8 and cublas_fp8_fast: torch._scaled_mm, e4m3 x e4m3 into fp32, with each expert's weights folded into
@@ -39,7 +39,7 @@ from .problem import (
 from .reference import compare_fp8, swiglu_reference, to_e4m3
 from .routing import ROUTINGS
 
-COMPUTATIONS = ("kernel", "peer", "fp32", "cublas_fp8", "cublas_fp8_fast")
+COMPUTATIONS = ("kernel", "kernel_fast", "peer", "fp32", "cublas_fp8", "cublas_fp8_fast")
 CUBLAS_ROWS = 16  # cuBLAS's fp8 GEMM takes M, N and K in multiples of 16
 
 
@@ -114,11 +114,17 @@ def cublas_fp8(problem: Problem, dense: DenseWeights, fast: bool) -> torch.Tenso
 
 
 def outputs(problem: Problem, kernel_weights, with_peer: bool, dense: DenseWeights | None = None) -> dict:
-    """Every computation's fp8 output on `problem`: the kernel's where `kernel_weights` (prepare_weights) are given,
-    the peer's only `with_peer`; `dense`: the model's DenseWeights, built here if not given."""
+    """Every computation's fp8 output on `problem`: the kernel's where `kernel_weights` (prepare_weights, or a
+    precision -> prepared weights dict) are given, the peer's only `with_peer`; `dense`: the model's DenseWeights,
+    built here if not given."""
     from . import bmm1, peer
 
-    results = {"kernel": bmm1.run_problem(problem, kernel_weights)} if kernel_weights is not None else {}
+    if kernel_weights is not None and not isinstance(kernel_weights, dict):
+        kernel_weights = {kernel_weights.precision: kernel_weights}
+    results = {
+        "kernel" if precision == "accurate" else f"kernel_{precision}": bmm1.run_problem(problem, weights)
+        for precision, weights in (kernel_weights or {}).items()
+    }
     if with_peer and problem.tokens:  # a shard with no rows: nothing for the peer to launch
         results["peer"] = peer.prepare(problem, "fp8x").run()
     dense = dense or DenseWeights(problem.params.weights)
@@ -146,7 +152,10 @@ def run(models, routings, params, batches, rows: list, with_peer: bool = True, l
     with_peer = with_peer and peer.available()
     for model in models:
         expert_params = make_expert_params(MODELS[model], "cuda")
-        kernel_weights, dense = bmm1.prepare_weights(expert_params.weights), DenseWeights(expert_params.weights)
+        kernel_weights = {"accurate": bmm1.prepare_weights(expert_params.weights, precision="accurate")}
+        if torch.cuda.get_device_capability()[0] == 9:  # the fast precision: Hopper's
+            kernel_weights["fast"] = bmm1.prepare_weights(expert_params.weights, precision="fast")
+        dense = DenseWeights(expert_params.weights)
         for case in cases((model,), routings, batches, params, decode=batches is None):
             rows.append(measure(make_problem(case, "cuda", expert_params), kernel_weights, with_peer, dense))
             log(_line(rows[-1]), flush=True)

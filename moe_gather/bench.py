@@ -1,8 +1,10 @@
 """Benchmark: the kernel and triton_kernels' matmul_ogs, same process, same routing, ceilings measured in the run.
 
-    python -m moe_gather bench [--model gpt-oss-120b] [--routing all] [--batch-sizes 128,4096] [--json out.json]
+    python -m moe_gather bench [--model gpt-oss-120b] [--routing all] [--batch-sizes 128,4096] [--precision fast]
+                               [--json out.json]
 
-Per case: time, TFLOP/s, TB/s, % of roofline and the speedup over the peer. Roofline time =
+Per case: time, TFLOP/s, TB/s, % of roofline, the speedup over the peer and the vendor anchor's time over the
+kernel's (vendor_speedup). Roofline time =
 max(bytes / read bandwidth, flops / fp8 dense rate), both measured here (bytes and flops as
 Problem.bytes and Problem.flops). Times are sustained: CUDA-graph replays, the median round over a second after a
 warm-up (moe_gather.benchmarking.sustained_seconds: the H200 is power-limited, and a short burst times whichever clock
@@ -11,6 +13,11 @@ measured them (a burst: higher ceilings, a lower % of roofline). No L2 flush bet
 ~8.8 MB each, exceed the 50 MB L2 from 6 active experts on).
 The peer runs its fast Hopper path (`bf16x`: x upcast to bf16 with x_scale outside the timed region, swizzled
 weights), as the anchors measured it.
+The vendor anchor is PyTorch's fp8 grouped GEMM (`torch._scaled_grouped_mm`, CUTLASS, rowwise scales, promoted
+accumulation) on the same slices, each rounded up to 16 rows, with the weights already dense fp8 in memory (one scale
+per weight row) and x already gathered: no gather, no MXFP4 decode, no bias or SwiGLU, bf16 out. It holds the
+weights in twice the bytes (gpt-oss-120b: 265 MB per shard against 141 MB), which bounds it at small batch; at large
+batch it is the fp8 rate a user could otherwise pick.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from triton.testing import do_bench_cudagraph
 
 from . import bmm1, peer
 from .benchmarking import graphed, sustained_seconds
+from .mxfp4 import dequantize_mxfp4
 from .problem import MODELS, ROUTINGS, cases, make_expert_params, make_problem, parse_batch_sizes
 
 
@@ -41,7 +49,7 @@ def measure_ceilings() -> dict:
     return {"read_bw": read_bw, "fp8_flops": fp8}
 
 
-def case_row(problem, seconds: float, ceilings: dict) -> dict:
+def case_row(problem, seconds: float, ceilings: dict, precision: str = "accurate") -> dict:
     """One case's figures from its kernel time: TFLOP/s, TB/s and % of the roofline of `ceilings`, the config."""
     roof = max(problem.bytes() / ceilings["read_bw"], problem.flops() / ceilings["fp8_flops"])
     return {
@@ -53,7 +61,8 @@ def case_row(problem, seconds: float, ceilings: dict) -> dict:
         "tbps": problem.bytes() / seconds / 1e12,
         "roof_us": roof * 1e6,
         "pct_roof": roof / seconds,
-        "config": str(bmm1.select_config(problem.routing.ragged)),
+        "precision": precision,
+        "config": str(bmm1.select_config(problem.routing.ragged, precision=precision)),
     }
 
 
@@ -61,7 +70,45 @@ def time_kernel(problem, weights, ceilings) -> dict:
     out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
 
     seconds = sustained_seconds(graphed(lambda: bmm1.run_problem(problem, weights, out)))
-    return case_row(problem, seconds, ceilings) | {"weights": getattr(weights, "encoding", "")}
+    return case_row(problem, seconds, ceilings, weights.precision) | {"weights": getattr(weights, "encoding", "")}
+
+
+VENDOR_ROWS = 16  # CUTLASS's fp8 grouped GEMM takes each group's rows in multiples of 16
+
+
+class VendorWeights:
+    """A model's weights dense in e4m3 for the vendor anchor, [E, N, K] with one fp32 scale per weight row (rounded:
+    for speed, not accuracy; moe_gather.accuracy holds the exact folds)."""
+
+    def __init__(self, weights):
+        w = dequantize_mxfp4(weights).transpose(1, 2)  # [E, N, K] fp32
+        self.scale = (w.abs().amax(-1) / 448).clamp(min=2.0**-100)  # [E, N]
+        self.e4m3 = (w / self.scale[..., None]).to(torch.float8_e4m3fn).contiguous()
+
+
+def vendor_call(problem, vendor: VendorWeights):
+    """The vendor anchor's call on `problem`'s slices (x gathered and padded outside it)."""
+    sizes = problem.routing.ragged.slice_sizes.long()
+    padded = (sizes + VENDOR_ROWS - 1) // VENDOR_ROWS * VENDOR_ROWS
+    rows = int(padded.sum())
+    x = torch.zeros((rows, problem.x.shape[1]), dtype=problem.x.dtype, device=problem.x.device)
+    starts = torch.cumsum(padded, 0) - padded
+    within = torch.arange(problem.tokens, device=sizes.device) - torch.repeat_interleave(
+        torch.cumsum(sizes, 0) - sizes, sizes, output_size=problem.tokens
+    )
+    at = torch.repeat_interleave(starts, sizes, output_size=problem.tokens) + within
+    x[at] = problem.x[problem.routing.gather_indx.long()]
+    offs = torch.cumsum(padded, 0).to(torch.int32)
+    scale_a = torch.ones(rows, dtype=torch.float32, device=x.device)
+    w = vendor.e4m3.transpose(-2, -1)  # [E, K, N], column-major
+    return lambda: torch._scaled_grouped_mm(
+        x, w, scale_a, vendor.scale, offs=offs, out_dtype=torch.bfloat16, use_fast_accum=False
+    )
+
+
+def time_vendor(problem, vendor: VendorWeights) -> float:
+    """The vendor anchor's sustained time on `problem`, us."""
+    return sustained_seconds(graphed(vendor_call(problem, vendor))) * 1e6
 
 
 def time_peer(problem) -> float:
@@ -76,6 +123,8 @@ def summarize(rows) -> dict:
     speedups = [r["speedup"] for r in rows if "speedup" in r]
     roofs = [r["pct_roof"] for r in rows]
     summary = {"cases": len(rows), "geomean_pct_roof": geometric_mean(roofs), "min_pct_roof": min(roofs)}
+    if vendor := [r["vendor_speedup"] for r in rows if "vendor_speedup" in r]:
+        summary |= {"vendor_cases": len(vendor), "geomean_vendor_speedup": geometric_mean(vendor)}
     if speedups:
         summary |= {
             "peer_cases": len(speedups),
@@ -86,7 +135,7 @@ def summarize(rows) -> dict:
     return summary
 
 
-def run(model: str, routings, batches, json_path: str | None, with_peer: bool = True):
+def run(model: str, routings, batches, json_path: str | None, with_peer: bool = True, precision=None, vendor=True):
     """Kernel timings for every case first, then the peer's on the same problems (regenerated, deterministic), so
     that a peer failure cannot cost the kernel's numbers."""
     ceilings = measure_ceilings()
@@ -98,14 +147,27 @@ def run(model: str, routings, batches, json_path: str | None, with_peer: bool = 
         flush=True,
     )
     params = make_expert_params(MODELS[model], "cuda")
-    weights = bmm1.prepare_weights(params.weights)
+    weights = bmm1.prepare_weights(params.weights, precision=precision)
     selected = cases((model,), routings, batches)
     rows = []
     for case in selected:
         rows.append(time_kernel(make_problem(case, "cuda", params), weights, ceilings))
         print(f"kernel {rows[-1]['case']}: {rows[-1]['us']:.1f} us, {rows[-1]['pct_roof']:.1%} of roofline", flush=True)
+    del weights
+    if vendor:
+        vendor_weights = VendorWeights(params.weights)
+        for case, row in zip(selected, rows, strict=True):
+            problem = make_problem(case, "cuda", params)
+            if not problem.tokens:
+                continue
+            try:
+                row["vendor_us"] = time_vendor(problem, vendor_weights)
+            except Exception as e:  # a vendor failure ends the vendor's column, never the run
+                print(f"vendor failed on {case.id}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+                break
+            row["vendor_speedup"] = row["vendor_us"] / row["us"]
+        del vendor_weights
     if with_peer:
-        del weights
         for case, row in zip(selected, rows, strict=True):
             try:
                 row["peer_us"] = time_peer(make_problem(case, "cuda", params))
@@ -114,12 +176,13 @@ def run(model: str, routings, batches, json_path: str | None, with_peer: bool = 
                 break
             row["speedup"] = row["peer_us"] / row["us"]
     print(f"{'case':>28} {'tokens':>7} {'act':>4} {'us':>8} {'TFLOP/s':>8} {'TB/s':>6} {'roof':>6} ", end="")
-    print(f"{'peer_us':>8} {'x':>6}")
+    print(f"{'peer_us':>8} {'x':>6} {'vendor_us':>9} {'vx':>5}")
     for row in rows:
         print(
             f"{row['case']:>28} {row['tokens']:>7} {row['active_experts']:>4} {row['us']:>8.1f} "
             f"{row['tflops']:>8.1f} {row['tbps']:>6.2f} {row['pct_roof']:>6.1%} "
-            f"{row.get('peer_us', float('nan')):>8.1f} {row.get('speedup', float('nan')):>6.2f}"
+            f"{row.get('peer_us', float('nan')):>8.1f} {row.get('speedup', float('nan')):>6.2f} "
+            f"{row.get('vendor_us', float('nan')):>9.1f} {row.get('vendor_speedup', float('nan')):>5.2f}"
         )
     summary = summarize(rows)
     print("summary:", json.dumps(summary), flush=True)
@@ -136,7 +199,11 @@ def main(argv=None):
     parser.add_argument("--routing", choices=(*ROUTINGS, "all"), default="all")
     parser.add_argument("--batch-sizes", default=None, help="comma-separated (default: the ladder)")
     parser.add_argument("--json", default=None, help="write rows, ceilings and summary here")
-    parser.add_argument("--no-peer", action="store_true", help="time the kernel only")
+    parser.add_argument("--no-peer", action="store_true", help="leave the peer out")
+    parser.add_argument("--no-vendor", action="store_true", help="leave the vendor anchor out")
+    parser.add_argument(
+        "--precision", choices=("accurate", "fast"), default=None, help="the kernel's (default: prepare_weights')"
+    )
     args = parser.parse_args(argv)
     routings = ROUTINGS if args.routing == "all" else (args.routing,)
     try:
@@ -145,4 +212,4 @@ def main(argv=None):
         parser.error(f"--batch-sizes: {e}")
     if not torch.cuda.is_available():
         parser.error("needs a CUDA GPU")
-    run(args.model, routings, batches, args.json, with_peer=not args.no_peer)
+    run(args.model, routings, batches, args.json, not args.no_peer, args.precision, not args.no_vendor)

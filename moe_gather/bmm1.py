@@ -41,22 +41,30 @@ def _kernel(capability: tuple[int, int], where: str = ""):
     return _KERNELS[capability[0]]
 
 
-def select_config(ragged, capability: tuple[int, int] | None = None):
+def select_config(ragged, capability: tuple[int, int] | None = None, precision: str = "accurate"):
     """The kernel config the call would choose for `ragged` (RaggedMetadata) on `capability` (default: the current
-    GPU), for reports."""
-    return _kernel(capability or _capability(torch.device("cuda"))).select_config(ragged)
+    GPU) at `precision` (the weights' Sm90Weights.precision), for reports."""
+    return _kernel(capability or _capability(torch.device("cuda"))).select_config(ragged, precision)
 
 
-def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = None):
+def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = None, precision: str | None = None):
     """MXFP4 expert weights -> the layout of the kernel for `capability` (default: their device's GPU).
-    Works on any device, so layouts can be built and checked on the CPU (there `capability` is required)."""
+    Works on any device, so layouts can be built and checked on the CPU (there `capability` is required).
+
+    precision: "accurate" (every 32-K block's products promoted exactly into fp32) or "fast" (Hopper: each block's
+    scale folded into the fp8 values, one promotion per 128 K; docs/numerics.md has both measured); the two read
+    different encodings, so the prepared weights carry it (`.precision`) and a call runs theirs. None: the kernel's
+    default, "fast" on Hopper where the weights' scales fold exactly (every row's blocks of a 128-wide K tile within
+    11 binades of the largest), else "accurate"; an explicit "fast" on weights that do not fold is a ValueError."""
+    if precision is not None and precision not in ("accurate", "fast"):
+        raise ValueError(f"precision must be 'accurate', 'fast' or None, got {precision!r}")
     if not isinstance(weights, MXFP4Weights):
         raise ValueError(f"weights must be MXFP4Weights, got {type(weights).__name__}")
     if capability is None:
         if weights.device.type != "cuda":
             raise ValueError(f"prepare_weights: weights on {weights.device} need a capability, e.g. (9, 0)")
         capability = _capability(weights.device)
-    return _kernel(capability).prepare_weights(weights)
+    return _kernel(capability).prepare_for(weights, precision)
 
 
 def _check_tensor(name, t, dtype, ndim):
@@ -96,7 +104,9 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
 
 
-def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
+def check_arguments(
+    x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None, precision=None
+):
     """Every host-side check of moe_bmm1, in an order that needs no GPU until the devices: types, dtypes, shapes,
     contiguity, the output, then devices and the kernel for the device. Raises ValueError naming the argument.
     Returns the output shape (tokens, N/2) and the kernel module for the device."""
@@ -104,6 +114,11 @@ def check_arguments(x, weights, bias, gather_indx, ragged, x_scale, out_scale, a
     batch, k = x.shape
     if not isinstance(weights, tuple(_WEIGHT_TYPES.values())):
         raise ValueError(f"weights must come from prepare_weights, got {type(weights).__name__}")
+    if precision is not None and precision != weights.precision:
+        raise ValueError(
+            f"precision={precision!r}, but the weights were prepared for {weights.precision!r}: prepare_weights(...,"
+            f" precision={precision!r}) (the two precisions read different encodings)"
+        )
     if k % MX_BLOCK:
         raise ValueError(f"x: K = {k} is not a multiple of {MX_BLOCK}")
     if weights.k != k:
@@ -192,6 +207,7 @@ def moe_bmm1(
     limit: float,
     out: torch.Tensor | None = None,
     config=None,
+    precision: str | None = None,
 ) -> torch.Tensor:
     """out[t] = e4m3(swiglu(x[gather_indx[t]] * x_scale @ W[e(t)] + bias[e(t)]) / out_scale), [tokens, N/2].
 
@@ -200,14 +216,14 @@ def moe_bmm1(
     out_scale: fp32 tensors of one element (kept on the device, so the call can be captured in a CUDA graph);
     alpha, limit: SwiGLU parameters, Python or numpy numbers (limit > 0); out: optional fp8 [tokens, N/2] output,
     overlapping no input; config: the kernel's own config type, to force one (tests and sweeps), else the kernel's
-    table chooses (select_config).
+    table chooses (select_config); precision: None runs the weights' own (prepare_weights), a value must be theirs.
     Contract, checked only with MOE_GATHER_DEBUG=1 (the checks read device memory: a sync, and no CUDA graph
     capture): x_scale and out_scale finite and positive, gather_indx values in [0, batch), ragged.slice_sizes
     summing to the tokens. NaN and Inf in x or bias behave as the golden reference states (NaN propagates; see
     moe_gather.reference).
     """
     tokens, half_n, kernel = check_arguments(
-        x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config
+        x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, precision
     )
 
     if out is None:

@@ -167,6 +167,12 @@ def pytest_addoption(parser):
     group.addoption("--model", choices=(*MODELS, "all"), default="gpt-oss-120b", help="models (default: 120b)")
     group.addoption("--params", choices=(*PARAMS, "all"), default="all", help="parameter sets (default: all)")
     group.addoption("--batch-sizes", default=None, help="comma-separated batch sizes (default: the ladder)")
+    group.addoption(
+        "--precision",
+        choices=("default", "accurate", "fast"),
+        default="default",
+        help="the kernel's precision (default: prepare_weights' own choice)",
+    )
     group.addoption("--baselines-dir", default=None, help="per-GPU baseline folders (default: <rootdir>/baselines)")
     group.addoption(
         "--regression-threshold",
@@ -427,6 +433,13 @@ def gpu(request) -> GpuTarget:
     return request.config.stash[_TARGET]
 
 
+@pytest.fixture(scope="session")
+def precision(request) -> str | None:
+    """--precision as bmm1.prepare_weights takes it: None for the kernel's default."""
+    chosen = request.config.getoption("--precision")
+    return None if chosen == "default" else chosen
+
+
 class _CaseCache:
     """Problems and references per case id, built once per session while their device bytes stay within a budget
     (a quarter of the GPU's memory: both models' cases take ~20 GB); the oldest go first past it. Tests of a case sit
@@ -512,14 +525,14 @@ def _kernel_weights_cache():
 
 
 @pytest.fixture
-def kernel_weights(problem, _kernel_weights_cache):
-    """The problem's expert weights in the kernel layout of the GPU under test, built once per model."""
+def kernel_weights(problem, precision, _kernel_weights_cache):
+    """The problem's expert weights in the kernel layout of the GPU under test at --precision, built once per model."""
     from . import bmm1
 
-    key = problem.case.model.name
+    key = (problem.case.model.name, precision)
     if key not in _kernel_weights_cache:
         _kernel_weights_cache.clear()
-        _kernel_weights_cache[key] = bmm1.prepare_weights(problem.params.weights)
+        _kernel_weights_cache[key] = bmm1.prepare_weights(problem.params.weights, precision=precision)
     return _kernel_weights_cache[key]
 
 

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from moe_gather import bmm1, peer
-from moe_gather.bench import case_row, measure_ceilings, time_peer
+from moe_gather.bench import VendorWeights, case_row, measure_ceilings, time_peer, time_vendor
 from moe_gather.benchmarking import ITERATIONS, graphed, sustained_rounds, sustained_seconds
-from moe_gather.reference import TOLERANCES, check_against
+from moe_gather.reference import check_against, kernel_tolerance
 
 pytestmark = [pytest.mark.gpu, pytest.mark.benchmark, pytest.mark.params("seed")]
 
@@ -28,7 +28,24 @@ def ceilings():
     return measure_ceilings()
 
 
-def test_throughput(case, problem, reference, gpu, kernel_weights, benchmark, throughput_gate, ceilings, request):
+@pytest.fixture(scope="session")
+def _vendor_cache():
+    return {}
+
+
+@pytest.fixture
+def vendor_weights(problem, _vendor_cache):
+    """The model's weights dense in e4m3 for the vendor anchor (moe_gather.bench), built once per model."""
+    key = problem.case.model.name
+    if key not in _vendor_cache:
+        _vendor_cache.clear()
+        _vendor_cache[key] = VendorWeights(problem.params.weights)
+    return _vendor_cache[key]
+
+
+def test_throughput(
+    case, problem, reference, gpu, kernel_weights, vendor_weights, benchmark, throughput_gate, ceilings, request
+):
     if not bmm1.has_kernel(gpu.capability):
         pytest.skip(f"NYI: no kernel for {gpu.found} yet")
     if benchmark.disabled:
@@ -37,19 +54,22 @@ def test_throughput(case, problem, reference, gpu, kernel_weights, benchmark, th
         pytest.skip(f"{case.id}: the local shard gets no rows, so the call launches nothing to time")
     out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
     replay = graphed(lambda: bmm1.run_problem(problem, kernel_weights, out))  # `out`: its eager call's result
-    check_against(reference.out, out, TOLERANCES["kernel", case.params], case.id)
+    check_against(reference.out, out, kernel_tolerance(kernel_weights.precision, case.params), case.id)
     warmup, rounds = sustained_rounds(replay)
     benchmark.pedantic(replay, rounds=rounds, iterations=ITERATIONS, warmup_rounds=warmup)
     median = benchmark.stats.stats.median
     record = {
         "name": request.node.name, "model": case.model.name, "routing": case.routing, "batch": case.batch,
-        **case_row(problem, median, ceilings), "read_bw": ceilings["read_bw"], "fp8_flops": ceilings["fp8_flops"],
+        **case_row(problem, median, ceilings, kernel_weights.precision),
+        "read_bw": ceilings["read_bw"], "fp8_flops": ceilings["fp8_flops"],
     }  # fmt: skip
     record["roof_tflops"] = problem.flops() / record["roof_us"] / 1e6
     if peer.available():
         record["peer_us"] = time_peer(problem)
         record["peer_tflops"] = problem.flops() / record["peer_us"] / 1e6
         record["speedup"] = record["peer_us"] / record["us"]
+    record["vendor_us"] = time_vendor(problem, vendor_weights)  # torch._scaled_grouped_mm, weights dense fp8
+    record["vendor_speedup"] = record["vendor_us"] / record["us"]
     benchmark.extra_info.update({k: v for k, v in record.items() if k != "name"})
     request.node.user_properties.append(("bench", record))
     throughput_gate(request.node.name, median, remeasure=lambda: sustained_seconds(replay))

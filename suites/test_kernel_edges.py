@@ -20,7 +20,7 @@ from moe_gather.problem import (
     make_problem,
     reference_for,
 )
-from moe_gather.reference import TOLERANCES, check_against
+from moe_gather.reference import TOLERANCES, check_against, kernel_tolerance
 from moe_gather.routing import route
 
 pytestmark = pytest.mark.gpu
@@ -40,9 +40,22 @@ def sm90(gpu):
         pytest.skip(f"the sm90 table's entries run on sm_90 only, this is {gpu.found}")
 
 
-def _check(problem, description, tolerance=TOLERANCES["kernel", "seed"]):
-    weights = bmm1.prepare_weights(problem.params.weights)
+@pytest.fixture(scope="module")
+def weights(params, precision):
+    """The module's weights at --precision."""
+    return bmm1.prepare_weights(params.weights, precision=precision)
+
+
+ENTRIES = range(len(_sm90.CONFIGS))  # table entries by index: the table is the weights' precision's
+
+
+def _entry(weights, i):
+    return (_sm90.FAST_CONFIGS if weights.precision == "fast" else _sm90.CONFIGS)[i][1]
+
+
+def _check(problem, weights, description, tolerance=None):
     out = bmm1.run_problem(problem, weights)
+    tolerance = tolerance or kernel_tolerance(weights.precision, "seed")
     return check_against(reference_for(problem).out, out, tolerance, description)
 
 
@@ -53,7 +66,18 @@ def _problem(base_params, batch=1024, routing="uniform", **changes):
     return dataclasses.replace(make_problem(Case(MODEL, routing, batch), "cuda", base_params), **changes)
 
 
-def test_scales_spread_from_2_pow_minus_30_to_2_pow_10_within_rows(params):
+def _unfolded(w, precision):
+    """Weights whose block scales do not fold into e4m3 (the fast precision's window): an explicit "fast" refuses
+    them by name, the default takes "accurate"."""
+    if precision == "fast":
+        with pytest.raises(ValueError, match="do not fold exactly into e4m3"):
+            bmm1.prepare_weights(w, precision="fast")
+    weights = bmm1.prepare_weights(w)
+    assert weights.precision == "accurate"
+    return weights
+
+
+def test_scales_spread_from_2_pow_minus_30_to_2_pow_10_within_rows(params, precision):
     """On Hopper such weights take the fp16 wgmma path (prepare_weights): the fp8 one keeps ~13 bits within a
     32-product group, and outputs born of cancellation between 2**10-scaled blocks missed maxtol (0.89 measured on
     the H200)."""
@@ -62,10 +86,10 @@ def test_scales_spread_from_2_pow_minus_30_to_2_pow_10_within_rows(params):
     spread = torch.arange(127 - 30, 127 + 11, device="cuda", dtype=torch.int32)  # 2**-30 .. 2**10
     scales = spread[torch.arange(blocks, device="cuda") % spread.numel()].to(torch.uint8).expand_as(w.scales)
     wide = ExpertParams(MXFP4Weights(w.codes, scales.contiguous()), params.bias)
-    _check(_problem(params, params=wide), "wide e8m0 spread")
+    _check(_problem(params, params=wide), _unfolded(wide.weights, precision), "wide e8m0 spread")
 
 
-def test_block_scale_e8m0_0_is_2_pow_minus_127(params):
+def test_block_scale_e8m0_0_is_2_pow_minus_127(params, precision):
     """Every block at e8m0 0 (2**-127, an fp32 subnormal), no bias, and x_scale 2**100 to lift the outputs back into
     range: the kernel's exact path for such scales (on Hopper Sm90Weights.zero_scale); one that read e8m0 0 as 0, or
     flushed the subnormal, would give zeros."""
@@ -75,17 +99,17 @@ def test_block_scale_e8m0_0_is_2_pow_minus_127(params):
     problem = _problem(params, params=tiny, x_scale=x_scale, out_scale=out_scale)
     ref = reference_for(problem).out.float()
     assert (ref != 0).float().mean() > 0.5 and (ref.abs() < 448).float().mean() > 0.9  # the case is what it claims
-    _check(problem, "block scales 2**-127")
+    _check(problem, _unfolded(tiny.weights, precision), "block scales 2**-127")
 
 
-def test_x_near_448(params):
+def test_x_near_448(params, weights):
     problem = _problem(params)
     g = torch.Generator(device="cuda").manual_seed(5)
     sign = torch.randint(0, 2, problem.x.shape, generator=g, device="cuda") * 2 - 1
     mag = torch.tensor([448.0, 416.0, 384.0, 352.0], device="cuda")[
         torch.randint(0, 4, problem.x.shape, generator=g, device="cuda")
     ]
-    _check(dataclasses.replace(problem, x=(sign * mag).to(torch.float8_e4m3fn)), "x near +-448")
+    _check(dataclasses.replace(problem, x=(sign * mag).to(torch.float8_e4m3fn)), weights, "x near +-448")
 
 
 def _nan_and_inf_problem(params, batch):
@@ -101,31 +125,32 @@ def _nan_and_inf_problem(params, batch):
     return problem
 
 
-def test_nan_and_inf_inputs_behave_as_the_reference(params):
+def test_nan_and_inf_inputs_behave_as_the_reference(params, weights):
     """The outputs match the golden reference's, NaN in place."""
-    _check(_nan_and_inf_problem(params, 1024), "NaN and Inf inputs")
+    _check(_nan_and_inf_problem(params, 1024), weights, "NaN and Inf inputs")
 
 
-@pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
-def test_nan_and_inf_through_each_sm90_entry(params, sm90, config):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_nan_and_inf_through_each_sm90_entry(params, sm90, weights, entry):
     """The same through each table entry's full-width tiles (~128 rows per slice: the block_m 128 entry's epilogue
     clamps with min / max .NaN, the others with selects)."""
-    problem = _nan_and_inf_problem(params, 4096)
-    out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"NaN and Inf inputs, {config}")
+    problem, config = _nan_and_inf_problem(params, 4096), _entry(weights, entry)
+    out = bmm1.run_problem(problem, weights, config=config)
+    tolerance = kernel_tolerance(weights.precision, "seed")
+    check_against(reference_for(problem).out, out, tolerance, f"NaN and Inf inputs, {config}")
 
 
-def test_out_scale_that_saturates(params):
+def test_out_scale_that_saturates(params, weights):
     problem = _problem(params, out_scale=torch.full((1,), 1e-3, device="cuda"))
     ref = reference_for(problem).out.float()
     assert (ref.abs() == 448).float().mean() > 0.4  # the case is what it claims (negative gates give ~0 instead)
-    _check(problem, "saturating out_scale", TOLERANCES["saturating", "seed"])
+    _check(problem, weights, "saturating out_scale", TOLERANCES["saturating", "seed"])
 
 
-def test_empty_local_experts(params):
+def test_empty_local_experts(params, weights):
     problem = _problem(params, batch=128, routing="zipf")
     assert (problem.routing.ragged.slice_sizes == 0).any()
-    _check(problem, "empty experts")
+    _check(problem, weights, "empty experts")
 
 
 def _forced_routing(batch, expert):
@@ -135,22 +160,22 @@ def _forced_routing(batch, expert):
     return route(logits.cuda(), MODEL.top_k, MODEL.num_shards, local_shard(MODEL))
 
 
-def test_one_expert_takes_every_row(params):
+def test_one_expert_takes_every_row(params, weights):
     shard = local_shard(MODEL)
     expert = shard * MODEL.local_experts + 3
     routing = _forced_routing(4096, expert)
     assert int(routing.ragged.slice_sizes[3]) == 4096
-    _check(_problem(params, batch=4096, routing=routing), "one expert takes every row")
+    _check(_problem(params, batch=4096, routing=routing), weights, "one expert takes every row")
 
 
-def test_shard_with_no_rows_launches_nothing(params):
+def test_shard_with_no_rows_launches_nothing(params, weights):
     other = (local_shard(MODEL) + 1) % MODEL.num_shards
     logits = torch.full((256, MODEL.num_experts), -100.0).half()
     logits[:, other * MODEL.local_experts : (other + 1) * MODEL.local_experts] = 1  # all top-k in another shard
     routing = route(logits.cuda(), MODEL.top_k, MODEL.num_shards, local_shard(MODEL))
     assert routing.tokens == 0
     problem = _problem(params, batch=256, routing=routing)
-    out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights))
+    out = bmm1.run_problem(problem, weights)
     assert out.shape == (0, MODEL.n // 2)
     assert reference_for(problem).out.shape == (0, MODEL.n // 2)
 
@@ -173,27 +198,30 @@ def _sized_routing(sizes):
 EVERY_WIDTH = [1, 7, 8, 9, 16, 17, 31, 32, 33, 63, 64, 65, 80, 128, 144, 0]
 
 
-@pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
-def test_every_tile_width_of_each_sm90_entry(params, sm90, config):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_every_tile_width_of_each_sm90_entry(params, sm90, weights, entry):
     """Slices whose last tile takes each width an entry narrows to (block_m, / 2, / 4) or extends to (block_m +
     extra) and ones that end on a tile boundary, in one launch: each against the reference."""
     routing = _sized_routing(EVERY_WIDTH)
     assert routing.ragged.slice_sizes.tolist() == EVERY_WIDTH
-    problem = _problem(params, batch=sum(EVERY_WIDTH), routing=routing)
-    out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"tile widths, {config}")
+    problem, config = _problem(params, batch=sum(EVERY_WIDTH), routing=routing), _entry(weights, entry)
+    out = bmm1.run_problem(problem, weights, config=config)
+    tolerance = kernel_tolerance(weights.precision, "seed")
+    check_against(reference_for(problem).out, out, tolerance, f"tile widths, {config}")
 
 
 @pytest.mark.parametrize("k", [32, 96, 128, 2816, 2848, 2912])
-@pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
-def test_k_ending_anywhere_in_a_tile(params, sm90, config, k):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_k_ending_anywhere_in_a_tile(params, sm90, precision, entry, k):
     """K on a 128-wide tile boundary (all whole tiles), or 1, 2 (gpt-oss: 2880) or 3 blocks of 32 into its last
     tile, which the sm90 kernel then runs first with only its blocks; K under one tile leaves its loop none."""
     model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
     k_params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
-    out = bmm1.run_problem(problem, bmm1.prepare_weights(k_params.weights), config=config)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"K = {k}, {config}")
+    weights = bmm1.prepare_weights(k_params.weights, precision=precision)
+    config = _entry(weights, entry)
+    out = bmm1.run_problem(problem, weights, config=config)
+    check_against(reference_for(problem).out, out, kernel_tolerance(weights.precision, "seed"), f"K = {k}, {config}")
 
 
 # Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
@@ -202,16 +230,17 @@ OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=16, num_stages=4, num_warps=4, narrow_last_tile=1, split_at=32),
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, split_at=16, large_block_m=64),
     _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=1, tail_rows=32),
-    *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
+    *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS if not c.two_partials],
 ]
 
 
 @pytest.mark.parametrize("config", OPT_IN_PLANS, ids=str)
-def test_opt_in_sm90_launch_plans(params, sm90, config):
+def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     """The same slices as the tile-width test, every size class, through each opt-in plan: against the reference."""
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
-    out = bmm1.run_problem(problem, bmm1.prepare_weights(params.weights), config=config)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"launch plan {config}")
+    out = bmm1.run_problem(problem, weights, config=config)
+    tolerance = kernel_tolerance(weights.precision, "seed")
+    check_against(reference_for(problem).out, out, tolerance, f"launch plan {config}")
 
 
 @pytest.mark.parametrize("params_set", ["seed", "real"])

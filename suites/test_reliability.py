@@ -8,7 +8,7 @@ import torch
 
 from moe_gather import bmm1
 from moe_gather.problem import MODELS, Case, local_shard, make_problem, reference_for
-from moe_gather.reference import TOLERANCES, check_against
+from moe_gather.reference import check_against, kernel_tolerance
 from moe_gather.routing import route
 
 pytestmark = pytest.mark.gpu
@@ -29,7 +29,7 @@ def test_output_guard_zones_stay_untouched(case, problem, reference, gpu, kernel
     bmm1.run_problem(problem, kernel_weights, out)
     assert bool((arena[:GUARD] == SENTINEL).all()), "the kernel wrote before its output"
     assert bool((arena[GUARD + rows * cols :] == SENTINEL).all()), "the kernel wrote after its output"
-    check_against(reference.out, out, TOLERANCES["kernel", case.params], case.id)
+    check_against(reference.out, out, kernel_tolerance(kernel_weights.precision, case.params), case.id)
 
 
 def test_bitwise_deterministic_over_three_runs(case, problem, gpu, kernel_weights):
@@ -41,15 +41,17 @@ def test_bitwise_deterministic_over_three_runs(case, problem, gpu, kernel_weight
 
 @pytest.mark.parametrize("routing", ["zipf", "uniform"])
 @pytest.mark.parametrize("batch", [1, 3, 77, 999, 40000])
-def test_batch_sizes_off_the_ladder(batch, routing, gpu):
+def test_batch_sizes_off_the_ladder(batch, routing, gpu, precision):
     _skip_without_kernel(gpu)
     problem = make_problem(Case(MODELS["gpt-oss-120b"], routing, batch), "cuda")
-    out = bmm1.run_problem(problem, bmm1.prepare_weights(problem.params.weights))
+    weights = bmm1.prepare_weights(problem.params.weights, precision=precision)
+    out = bmm1.run_problem(problem, weights)
     assert out.shape == (problem.tokens, MODELS["gpt-oss-120b"].n // 2)
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], f"batch {batch} {routing}")
+    tolerance = kernel_tolerance(weights.precision, "seed")
+    check_against(reference_for(problem).out, out, tolerance, f"batch {batch} {routing}")
 
 
-def test_experts_with_one_row(gpu):
+def test_experts_with_one_row(gpu, precision):
     _skip_without_kernel(gpu)
     model = MODELS["gpt-oss-120b"]
     first = local_shard(model) * model.local_experts
@@ -60,5 +62,6 @@ def test_experts_with_one_row(gpu):
     routing = route(logits.half().cuda(), model.top_k, model.num_shards, local_shard(model))
     assert routing.ragged.slice_sizes.tolist() == [1] * model.local_experts
     problem = dataclasses.replace(make_problem(Case(model, "uniform", model.local_experts), "cuda"), routing=routing)
-    out = bmm1.run_problem(problem, bmm1.prepare_weights(problem.params.weights))
-    check_against(reference_for(problem).out, out, TOLERANCES["kernel", "seed"], "one row per expert")
+    weights = bmm1.prepare_weights(problem.params.weights, precision=precision)
+    out = bmm1.run_problem(problem, weights)
+    check_against(reference_for(problem).out, out, kernel_tolerance(weights.precision, "seed"), "one row per expert")
