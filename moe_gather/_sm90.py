@@ -385,12 +385,9 @@ def _mma_tile(
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
     e_rows: gl.constexpr = gl.SliceLayout(1, acc_e.type.layout)  # the tail's: the same rows per thread, no data moves
     x_tile, xe_tile = stage.x, stage.x_tail
-    words = stage.w.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
+    blocks = _tile_words(stage, BLOCK_N, words_layout)
+    block0 = blocks[0]
     scale_words = stage.s.load(rows_layout)
-    even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
-    block0, block2 = gl.split(even.permute((0, 2, 1)))
-    block1, block3 = gl.split(odd.permute((0, 2, 1)))
-    blocks = (block0, block1, block2, block3)
     if FAST:
         gl.static_assert(not TWO_PARTIALS and not F16, "the fast mode runs one fp8 partial per K tile")
         sw = stage.s.load(gl.SliceLayout(1, block0.type.layout))  # the scale word of each row a thread converts
@@ -456,6 +453,34 @@ def _mma_tile(
     return _Sums(acc, part, spare, acc_e, part_e)
 
 
+@gluon.jit
+def _tile_words(stage: _Buffers, BLOCK_N: gl.constexpr, words_layout: gl.constexpr):
+    """A landed K tile's packed words as its four blocks' [row, quad]."""
+    words = stage.w.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
+    even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
+    block0, block2 = gl.split(even.permute((0, 2, 1)))
+    block1, block3 = gl.split(odd.permute((0, 2, 1)))
+    return block0, block1, block2, block3
+
+
+@gluon.jit
+def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr):
+    """The fast mode's K tile issued, not waited on: its four blocks folded and their wgmmas chained into `part`.
+    Returns the partial in flight and its rows' reference scales, for the promotion after a later wait."""
+    acc_layout: gl.constexpr = part.type.layout
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
+    blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
+    sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
+    sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+    ref_rows = (stage.s.load(gl.SliceLayout(1, acc_layout)) & 0x7F800000).to(gl.float32, bitcast=True)
+    a = _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
+    part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
+    for j in gl.static_range(1, _TILE_K // _MX_BLOCK):
+        a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
+        part = warpgroup_mma(a, _x_block(stage.x, j), part, is_async=True)
+    return part, ref_rows
+
+
 @aggregate
 class _Call:
     """The kernel's pointers and scalars, and the program's expert, column block and slice."""
@@ -494,7 +519,7 @@ class _Call:
 def _tile(
     call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
-    TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr,
+    TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr,
 ):  # fmt: skip
     """One program's tile: tokens [m0, m0 + BLOCK_M + TAIL_ROWS) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. TAIL_ROWS tokens past BLOCK_M (0, or a power of two) get a wgmma of their
@@ -553,7 +578,9 @@ def _tile(
     LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
     FIRST: gl.constexpr = 1 if LAST_BLOCKS < BLOCKS else 0
     WHOLE: gl.constexpr = K_TILES - FIRST
-    AHEAD: gl.constexpr = NUM_STAGES - 1  # steps loaded ahead
+    OVERLAP: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES and not TAIL_ROWS
+    # Steps loaded ahead; with OVERLAP one fewer, so that a load never lands in the slot of a tile still in flight.
+    AHEAD: gl.constexpr = NUM_STAGES - 2 if OVERLAP else NUM_STAGES - 1
     LAST: gl.constexpr = K_TILES - 1  # the last step
     src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs)
     for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
@@ -564,8 +591,8 @@ def _tile(
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
-    spare = part  # the next block's partial, with TWO_PARTIALS
-    if TWO_PARTIALS:
+    spare = part  # the next block's partial, with TWO_PARTIALS; the second tile's, with OVERLAP
+    if TWO_PARTIALS or OVERLAP:
         spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     acc_e, part_e = acc, part  # the extra tokens' sums, with TAIL_ROWS
     if TAIL_ROWS:
@@ -576,16 +603,33 @@ def _tile(
         part_e = gl.zeros((BLOCK_N, TAIL_ROWS), dtype=gl.float32, layout=extra_layout)
     sums = _Sums(acc, part, spare, acc_e, part_e)
     if FIRST:  # step 0: the last tile's blocks
-        cp.wait_group(NUM_STAGES - 2)
+        cp.wait_group(AHEAD - 1)
         gl.thread_barrier()
         ahead = rings[AHEAD % RINGS].stage(AHEAD // RINGS % RING)
         _issue_loads(AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
         sums = _mma_tile(sums, rings[0].stage(0), x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, LAST_BLOCKS,
                          TWO_PARTIALS, TAIL_ROWS, FAST)  # fmt: skip
-    for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
+    if OVERLAP:  # fast, parity rings: tile B's wgmmas run while tile A's partial is promoted; drained per pair
+        for p0 in range(FIRST, K_TILES - 1, 2):
+            cp.wait_group(AHEAD - 1)
+            gl.thread_barrier()  # tile A (p0) has landed; the slot loaded next was last read two tiles ago, drained
+            _issue_loads(p0 + AHEAD - FIRST, rings[(FIRST + AHEAD) % 2].stage((p0 + AHEAD) // 2 % RING), src,
+                         WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # fmt: skip
+            part_a, ref_a = _fast_chain(rings[FIRST % 2].stage(p0 // 2 % RING), sums.part, BLOCK_N)
+            cp.wait_group(AHEAD - 1)
+            gl.thread_barrier()  # tile B (p0 + 1) has landed
+            _issue_loads(p0 + 1 + AHEAD - FIRST, rings[(FIRST + 1 + AHEAD) % 2].stage((p0 + 1 + AHEAD) // 2 % RING),
+                         src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # fmt: skip
+            part_b, ref_b = _fast_chain(rings[(FIRST + 1) % 2].stage((p0 + 1) // 2 % RING), sums.spare, BLOCK_N)
+            part_a = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(part_a,))  # B's in flight
+            acc = _promote(part_a, ref_a[:, None], sums.acc)
+            part_b = warpgroup_mma_wait(num_outstanding=0, deps=(part_b,))
+            acc = _promote(part_b, ref_b[:, None], acc)
+            sums = _Sums(acc, part_a, part_b, sums.acc_tail, sums.part_tail)
+    for p0 in range(FIRST, K_TILES - RINGS + 1 if not OVERLAP else FIRST, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
-            cp.wait_group(NUM_STAGES - 2)
+            cp.wait_group(AHEAD - 1)
             gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
             ahead = rings[(r + FIRST + AHEAD) % RINGS].stage((p + AHEAD) // RINGS % RING)  # the other parity's ring
             _issue_loads(p + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # whole tiles only
@@ -593,7 +637,7 @@ def _tile(
             sums = _mma_tile(sums, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, TWO_PARTIALS,
                              TAIL_ROWS, FAST)  # fmt: skip
     if WHOLE % RINGS:  # parity rings and an odd number of whole tiles: the last step
-        cp.wait_group(NUM_STAGES - 2)
+        cp.wait_group(AHEAD - 1)
         gl.thread_barrier()
         sums = _mma_tile(sums, rings[LAST % RINGS].stage(LAST // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M, F16,
                          ZERO_SCALE, BLOCKS, TWO_PARTIALS, TAIL_ROWS, FAST)  # fmt: skip
@@ -641,6 +685,7 @@ def _bmm1_sm90_kernel(
     NARROW: gl.constexpr = 0,  # Sm90Config.narrow_last_tile, within what block_m allows (_narrowing)
     TWO_PARTIALS: gl.constexpr = False,  # Sm90Config.two_partials
     FAST: gl.constexpr = False,  # the fast mode (Sm90Weights.fast): block scales folded, one promotion per K tile
+    OVERLAP_TILES: gl.constexpr = False,  # Sm90Config.overlap_tiles
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     pid = gl.program_id(0)
@@ -658,15 +703,43 @@ def _bmm1_sm90_kernel(
     m0 = pid_m * BLOCK_M  # the tile's first row in the slice
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST)
+        _tile(
+            call,
+            m0,
+            K,
+            N,
+            BLOCK_M // 4,
+            0,
+            NUM_STAGES,
+            F16,
+            ZERO_SCALE,
+            PARITY_RINGS,
+            TWO_PARTIALS,
+            FAST,
+            OVERLAP_TILES,
+        )
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST)
+        _tile(
+            call,
+            m0,
+            K,
+            N,
+            BLOCK_M // 2,
+            0,
+            NUM_STAGES,
+            F16,
+            ZERO_SCALE,
+            PARITY_RINGS,
+            TWO_PARTIALS,
+            FAST,
+            OVERLAP_TILES,
+        )
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
         _tile(
-            call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST
+            call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST, False
         )  # odd: unpaired
     else:
-        _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST)
+        _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST, OVERLAP_TILES)
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -692,6 +765,7 @@ def kernel_constexprs(
         "NARROW": _narrowing(config.narrow_last_tile, block_m),
         "TWO_PARTIALS": bool(config.two_partials),
         "FAST": fast,
+        "OVERLAP_TILES": bool(config.overlap_tiles),
     }
 
 

@@ -164,8 +164,8 @@ def fast_scale_words(scales: torch.Tensor, nonzero_blocks: torch.Tensor, tiles: 
             f" precision='accurate'"
         )
     word = (ref[..., 0].clamp(min=0) << 23) + (d << (4 * torch.arange(4, device=scales.device))).sum(-1)
-    word = word.transpose(1, 2)  # [E, tile, N]
-    return torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).to(torch.uint8).contiguous()
+    word = word.transpose(1, 2).contiguous().to(torch.int32)  # [E, tile, N]; r << 23 < 2 ** 31
+    return word.view(torch.uint8).reshape(e, tiles, n, 4)  # little-endian bytes of each word
 
 
 def row_major_words(w: Sm90Weights) -> torch.Tensor:

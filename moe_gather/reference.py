@@ -183,6 +183,10 @@ TOLERANCES = {
     # zero by ~1000: Hopper's fp8 wgmma keeps ~13 bits within a 32-product group, so outputs of |y| << 1 move by many
     # ulps while assert_close, which weighs errors against max(RMS, |ref|), holds (measured 99.894% bitwise equal).
     ("saturating", "seed"): Tolerance(0.125, 4e-3, 0.998, float("inf"), "fp8 wgmma error near zero, amplified 1000x"),
+    # The same through the fast precision's 128-K accumulation: measured 99.695% bitwise equal on the H200.
+    ("saturating-fast", "seed"): Tolerance(
+        0.125, 4e-3, 0.995, float("inf"), "fp8 wgmma over 128 K, error near zero amplified 1000x"
+    ),
 }
 
 

@@ -2,7 +2,7 @@
 
     python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--model gpt-oss-20b] [--json out.json] [--split]
         [--block-m 64,128]
-    python3 tools/sweep_sm90.py --configs "block_m=32;block_m=64,maxnreg=128" --cases uniform-bs2560
+    python3 tools/sweep_sm90.py --configs "block_m=32;block_m=64,maxnreg=128" --cases uniform-bs2560 [--precision fast]
 
 Each config is forced through moe_bmm1(config=...) and timed sustained (moe_gather.benchmarking.sustained_seconds);
 one line per (case, config). List configs twice ('A;B;A;B') to interleave them.
@@ -52,10 +52,11 @@ def main():
     parser.add_argument("--split", action="store_true", help="the table's choice against the split_at variants")
     parser.add_argument("--block-m", default="8,16,32,64,128", help="token-tile sizes to sweep (without --split)")
     parser.add_argument("--configs", default=None, help="';'-separated: fields over m32, 4 stages, 4 warps")
+    parser.add_argument("--precision", choices=("accurate", "fast"), default=None, help="default: prepare_weights'")
     args = parser.parse_args()
     model = MODELS[args.model]
     params = make_expert_params(model, "cuda")
-    weights = bmm1.prepare_weights(params.weights)
+    weights = bmm1.prepare_weights(params.weights, precision=args.precision)
     block_ms = tuple(int(m) for m in args.block_m.split(","))
     base = Sm90Config(block_m=32, num_stages=4, num_warps=4)
     forced = [replace(base, **parse_fields(item)) for item in args.configs.split(";")] if args.configs else None
@@ -64,7 +65,7 @@ def main():
         routing, batch = name.split("-bs")
         problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
         ref = reference_for(problem).out
-        table_choice = bmm1.select_config(problem.routing.ragged)
+        table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
         for config in configs:
 
