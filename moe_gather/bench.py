@@ -120,6 +120,7 @@ def time_peer(problem) -> float:
 
 def summarize(rows) -> dict:
     """Geometric means over cases: % of roofline, and the speedup over the peer where it ran."""
+    rows = [r for r in rows if r["tokens"]]  # a shard with no rows launches nothing: no rate to average
     speedups = [r["speedup"] for r in rows if "speedup" in r]
     roofs = [r["pct_roof"] for r in rows]
     summary = {"cases": len(rows), "geomean_pct_roof": geometric_mean(roofs), "min_pct_roof": min(roofs)}

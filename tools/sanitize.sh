@@ -5,6 +5,7 @@
 # The default cases: zipf-bs128 (up to 24 rows per slice; zipf narrows the cold slices' last tiles), uniform-bs896 and
 # -bs1280 (25-40 rows: slices of 33-48 take extra rows), uniform-bs2560 (slices of 65-80 take extra rows), zipf-bs2560
 # (a slice of 330 rows ends in a narrowed tile), uniform-bs3584 (41-192 rows), uniform-bs16384 and -bs20480 (from 193).
+# PRECISION=fast: the fast precision's table.
 set -uo pipefail
 log=${1:-sanitize.log}
 status=0
