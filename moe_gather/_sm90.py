@@ -42,6 +42,7 @@ from ._sm90_layout import (
     FAST_SHIFT,
     FAST_TABLE_HI,
     FAST_TABLE_LO,
+    FAST_WINDOW,
     PRECISIONS,
     ROW_BLOCK,
     TILE_K,
@@ -54,7 +55,8 @@ from ._sm90_layout import (
 from .mxfp4 import MX_BLOCK
 
 __all__ = [
-    "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FORCE_ENV", "PRECISIONS",
+    "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_TABLE_HI", "FAST_TABLE_LO",
+    "FAST_WINDOW", "FORCE_ENV", "PRECISIONS",
     "FoldError", "Sm90Config", "Sm90Weights", "emulate_dequant",
     "f16_config", "launch", "prepare_for", "prepare_weights", "row_major_words", "select_config",
 ]  # fmt: skip

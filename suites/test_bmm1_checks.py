@@ -144,3 +144,14 @@ def test_cpu_weights_without_a_capability_are_refused():
 def test_valid_arguments_on_the_cpu_stop_at_the_device():
     with pytest.raises(ValueError, match="x must be on a CUDA device, got cpu"):
         _call()
+
+
+def test_a_precision_other_than_the_weights_is_refused_by_name():
+    """The two precisions read different encodings: a call asks for its weights' own or none."""
+    assert _args()["weights"].precision == "accurate"  # Hopper's default (moe_gather._sm90.DEFAULT_PRECISION)
+    with pytest.raises(ValueError, match="precision='fast', but the weights were prepared for 'accurate'"):
+        _call(precision="fast")
+    with pytest.raises(ValueError, match="precision must be 'accurate', 'fast' or None"):
+        bmm1.prepare_weights(quantize_mxfp4(torch.randn(E, K, N)), capability=(9, 0), precision="exact")
+    with pytest.raises(ValueError, match="the sm100 kernel has"):
+        bmm1.prepare_weights(quantize_mxfp4(torch.randn(E, K, N)), capability=(10, 0), precision="fast")

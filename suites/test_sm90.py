@@ -78,6 +78,64 @@ def test_words_are_tile_major_with_zeros_past_k():
     assert not rows[..., 64 + 32 :].any()  # K 192..255: zeros, read without a mask
 
 
+@pytest.mark.parametrize("k", [32, 96, 128, 192, 2880])
+def test_fast_words_and_scale_words_fold_to_the_exact_weights(k):
+    """The fast precision's encoding, read back bit for bit as the kernel reads it (each row and block's byte table,
+    the tile's reference power of two), equals the exact dequantization: scales spread over the whole window."""
+    w = _random_weights(e=2, n=128, k=k, spread=_sm90.FAST_WINDOW)
+    prepared = _sm90.prepare_weights(w, precision="fast")
+    assert (prepared.encoding, prepared.precision) == ("fast", "fast")
+    assert prepared.scales.view(torch.int32).shape == (2, triton.cdiv(k, 128), 128, 1)  # one word per row and tile
+    assert torch.equal(_sm90.emulate_dequant(prepared), dequantize_mxfp4(w, torch.float64))
+
+
+def test_fast_byte_tables_are_e4m3_of_every_magnitude_at_every_d():
+    """The fold's arithmetic: FAST_TABLE_* less d * 8 on each nonzero byte is, byte for byte, the e4m3 encoding of
+    the e2m1 magnitude times 2 ** (6 - d) for every d of the window (no borrow between bytes, the smallest value
+    still normal), and zero stays zero."""
+    e2m1 = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=torch.float64)
+    for d in range(_sm90.FAST_WINDOW + 1):
+        lo = (_sm90.FAST_TABLE_LO - d * 0x08080800) & 0xFFFFFFFF
+        hi = (_sm90.FAST_TABLE_HI - d * 0x08080808) & 0xFFFFFFFF
+        table = torch.tensor([(lo >> 8 * i) & 0xFF for i in range(4)] + [(hi >> 8 * i) & 0xFF for i in range(4)])
+        values = table.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
+        assert torch.equal(values, e2m1 * 2.0 ** (6 - d)), d
+        assert (table[1:] >= 0x08).all()  # normal: the integer offset is an exact power of two
+
+
+def test_fast_refuses_scales_outside_its_window_by_name():
+    w = _random_weights(e=2, n=64, k=256, spread=3)
+    w.scales[1, 5, 6] = 127 - 3 - _sm90.FAST_WINDOW - 1  # a block 12+ binades under its tile's largest
+    with pytest.raises(_sm90.FoldError, match=r"expert 1, row 5, K tile 1: block scales .* do not fold exactly"):
+        _sm90.prepare_weights(w, precision="fast")
+    from moe_gather import bmm1
+
+    assert bmm1.prepare_weights(w, capability=(9, 0)).precision == "accurate"  # the default: the exact path
+    w.codes[1, 5, 6 * 16 : 7 * 16] = 0x88  # that block all zeros (-0): any scale folds
+    assert _sm90.prepare_weights(w, precision="fast").fast
+
+
+def test_fast_refuses_a_nonzero_block_at_e8m0_0():
+    w = _random_weights(e=1, n=64, k=128)
+    w.scales[0, 3] = 0  # a whole tile of nonzero blocks at 2 ** -127: its reference word would read 0
+    with pytest.raises(_sm90.FoldError, match="expert 0, row 3, K tile 0"):
+        _sm90.prepare_weights(w, precision="fast")
+
+
+def test_fast_configs_run_one_partial_per_tile(recorded_launches):
+    """The fast table has no two_partials (its K tile is one chain into one partial); a forced one is refused."""
+    assert not any(c.two_partials for _, c in _sm90.FAST_CONFIGS)
+    assert [limit for limit, _ in _sm90.FAST_CONFIGS] == [limit for limit, _ in _sm90.CONFIGS]
+    w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=64), precision="fast")
+    with pytest.raises(ValueError, match="the fast precision runs one partial per K tile"):
+        _launch(w, [200, 56], _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, two_partials=True))
+    _launch(w, [900, 700], None)
+    ((_, _, kwargs),) = recorded_launches
+    assert kwargs["FAST"] and kwargs["OVERLAP_TILES"] and kwargs["BLOCK_M"] == 128
+    with pytest.raises(ValueError, match="overlap_tiles pairs K tiles through parity_rings"):
+        _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, overlap_tiles=True)
+
+
 def test_weight_rows_must_fill_64_row_blocks():
     with pytest.raises(ValueError, match="sm90 layout needs N a multiple of 64, got 96"):
         _sm90.prepare_weights(_random_weights(n=96))
@@ -163,8 +221,8 @@ SIGNATURE = {
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
 
 
-def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False):
-    constexprs = _sm90.kernel_constexprs(config, tile, k, n, f16, zero_scale)
+def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False, fast=False):
+    constexprs = _sm90.kernel_constexprs(config, tile, k, n, f16, zero_scale, fast)
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
@@ -176,19 +234,27 @@ def _launches():
     configs = sorted({c for _, c in _sm90.CONFIGS}, key=str)
     fp8 = [(c, tile, path) for c in configs for tile in range(len(c.tiles)) for path in ("fp8", "zero-scale")]
     f16 = {_sm90.f16_config(c) for c in configs}
-    return fp8 + [(c, 0, "f16") for c in sorted(f16, key=str)]
+    fast = [(c, 0, "fast") for _, c in _sm90.FAST_CONFIGS]
+    return fp8 + [(c, 0, "f16") for c in sorted(f16, key=str)] + fast
+
+
+# Spill bytes a launch may have: none, but the fast block_m 128 entry with overlap_tiles (three accumulators of 64
+# registers at the 255 cap: 8 bytes, two registers, outside the K loop's wgmmas; measured faster than its spill-free
+# one-partial form on every large case tried, 768 against 827 us at uniform-bs31744).
+SPILL_BUDGET = {(128, "fast"): 8}
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
 def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_path):
-    kernel = compile_sm90(config, f16=path == "f16", tile=tile, zero_scale=path == "zero-scale")
+    kernel = compile_sm90(config, f16=path == "f16", tile=tile, zero_scale=path == "zero-scale", fast=path == "fast")
     ptx = kernel.asm["ptx"]
     mma = ".f16.f16" if path == "f16" else ".e4m3.e4m3"  # fp8 wgmma, or fp16 (wide block-scale spreads)
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
     assert "cp.async.cg.shared.global" in ptx
     report = ptxas_report(ptx, "sm_90a", tmp_path)
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    assert spills and spills.groups() == ("0", "0"), report
+    budget = SPILL_BUDGET.get((config.block_m, path), 0)
+    assert spills and all(int(b) <= budget for b in spills.groups()), report
     assert kernel.metadata.shared <= 227 * 1024
 
 
@@ -242,6 +308,26 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
         assert loop.count(f"QGMMA.64x{config.tail_rows}x32.F32.E4M3.E4M3") == 4
         assert loop.count("FFMA") == 4 * 64 * (config.block_m + config.tail_rows) // 128
         assert len(loop) <= EXTRA_LOOP_SASS_BUDGET[_entry(config)], len(loop)
+
+
+# The fast table's K loops (per two K tiles: every entry pairs them), as compiled: the byte-table fold costs ~11 SASS
+# per 32-bit word, and the promotion is one FFMA per accumulator element per K tile instead of per block.
+FAST_LOOP_SASS_BUDGET = {(32, 4, 0): 357, (32, 8, 0): 359, (64, 8, 16): 392, (128, 8, 0): 467}
+
+
+@pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)
+def test_fast_loop_promotes_once_per_tile(config, tmp_path):
+    """Per K tile: four fp8 wgmmas chained into one partial, one FFMA per accumulator element; with overlap_tiles
+    the second tile's wgmmas stay in flight while the first's partial is promoted (one wait leaves 4 groups)."""
+    cubin = compile_sm90(config, fast=True).asm["cubin"]
+    instructions = main_loop_sass(cubin, tmp_path, operands=True, wgmma=_wgmma(config.block_m))
+    loop = [text.split()[0] for text in instructions]
+    assert loop.count(f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3") == 8
+    assert loop.count("FFMA") == 2 * 64 * config.block_m // 128
+    assert loop.count("PRMT") >= 2 * 4 * 2 * 2  # two table permutes a word, two words a block per thread
+    waits = [text for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
+    assert sum(line.endswith("0x4") for line in waits) == (1 if config.overlap_tiles else 0), waits
+    assert len(loop) <= FAST_LOOP_SASS_BUDGET[_entry(config)], len(loop)
 
 
 # SASS from the main loop's end to EXIT (the ring's drain and the epilogue of the full-width path), as compiled: the
