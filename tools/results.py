@@ -4,7 +4,7 @@
     python tools/results.py --check    # exit 1 naming each page that differs from what its data renders (CI)
 
 Pages: results/h200/speed.md (baselines/nvidia-h200), accuracy.md (accuracy_*.json), mutants.md (mutants/*.json),
-reliability.md (sanitize.log, suite.log), gate.md (gate/*.log).
+reliability.md (sanitize.log, suite.log), gate.md (gate/*.log), fast.md (fast/).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def _rel(path: Path) -> str:
 _RENAMED = {"num_buffers": "num_stages", "large_num_buffers": "large_num_stages", "pairs": "parity_rings",
             "narrow": "narrow_last_tile", "overlap": "two_partials", "extra": "tail_rows"}  # fmt: skip
 _DEFAULTS = {"maxnreg=None", "widest_first=False", "split_at=0", "large_block_m=64", "parity_rings=False",
-             "narrow_last_tile=0", "two_partials=False", "large_num_stages=4", "tail_rows=0"}  # fmt: skip
+             "narrow_last_tile=0", "two_partials=False", "large_num_stages=4", "tail_rows=0",
+             "overlap_tiles=False"}  # fmt: skip
 
 
 def _short_config(config: str) -> str:
@@ -157,6 +158,105 @@ def reliability() -> str:
     ]) + "\n"  # fmt: skip
 
 
+FAST = H200 / "fast"
+FAST_BATCHES = (  # every other batch size of the gpt-oss-120b ladder
+    "128,192,256,384,512,768,1024,1536,2048,3072,4096,6144,8192,10240,12288,14336,16384,18432,20480,22528,24576,"
+    "26624,28672,30720"
+)
+
+
+def _rows_per_slice(row: dict) -> float:
+    return row["tokens"] / 16  # gpt-oss-120b: 16 local experts a shard
+
+
+def fast() -> str:
+    """The fast precision beside the accurate one, the peer and the vendor anchor (one process each run)."""
+    fast_data = json.loads((FAST / "bench_fast.json").read_text())
+    accurate = {r["case"]: r for r in json.loads((FAST / "bench_accurate.json").read_text())["rows"]}
+    rows = [r for r in fast_data["rows"] if r["tokens"]]
+    over_accurate = [accurate[r["case"]]["us"] / r["us"] for r in rows]
+    large = [r for r in rows if _rows_per_slice(r) >= 512]
+    small = [r for r in rows if _rows_per_slice(r) <= 16]
+    ceilings = fast_data["ceilings"]
+    summary = [
+        f"- fast: {geometric_mean([r['speedup'] for r in rows]):.2f}x triton_kernels in geometric mean over "
+        f"{len(rows)} cases (min {min(r['speedup'] for r in rows):.2f}x), "
+        f"{geometric_mean([r['pct_roof'] for r in rows]):.1%} of roofline; the accurate precision "
+        f"{geometric_mean([r['peer_us'] / accurate[r['case']]['us'] for r in rows]):.2f}x, "
+        f"{geometric_mean([accurate[r['case']]['pct_roof'] for r in rows]):.1%}.",
+        f"- fast against accurate: {geometric_mean(over_accurate):.3f}x the speed in geometric mean "
+        f"({min(over_accurate):.3f}x .. {max(over_accurate):.3f}x; slower on {sum(x < 1 for x in over_accurate)}).",
+        f"- the vendor anchor's time over fast's, from 512 rows per slice ({len(large)} cases): "
+        f"{min(r['vendor_speedup'] for r in large):.2f}x .. {max(r['vendor_speedup'] for r in large):.2f}x; "
+        f"up to 16 rows per slice ({len(small)} cases): {geometric_mean([r['pct_roof'] for r in small]):.1%} of "
+        "roofline in geometric mean.",
+    ]
+    table = [
+        "| case | rows | fast us | accurate us | fast / accurate | TFLOP/s | % roof | peer us | x peer | vendor us "
+        "| x vendor | fast config |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        a = accurate[r["case"]]
+        table.append(
+            f"| {r['case']} | {r['tokens']} | {r['us']:.1f} | {a['us']:.1f} | {a['us'] / r['us']:.3f} | "
+            f"{r['tflops']:.0f} | {r['pct_roof']:.1%} | {r['peer_us']:.1f} | {r['speedup']:.2f} | "
+            f"{r['vendor_us']:.1f} | {r['vendor_speedup']:.2f} | {_short_config(r['config'])} |"
+        )
+    acc = json.loads((FAST / "accuracy_120b.json").read_text())
+    worst = accuracy.summarize(acc["rows"])
+    acc_rows = [
+        f"| {key.split('/')[0]} | {key.split('/')[1]} | {w['cases']} | {w['min_bitwise_equal']:.4%} | "
+        f"{w['max_ulp']:g} | {w['max_scaled']:g} | {w['max_scaled_over_one']:.4%} |"
+        for key, w in sorted(worst.items())
+    ]
+    sanitize = [
+        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | "
+        f"{s[1] if (s := re.search(r'(ERROR SUMMARY: .*|RACECHECK SUMMARY: .*)', m['body'])) else '-'} | {m['rc']} |"
+        for m in SANITIZE.finditer((FAST / "sanitize.log").read_text())
+    ]
+    suite = (FAST / "suite.log").read_text().splitlines()
+    closing = next((m[1] for line in suite if (m := CLOSING.match(line))), "no closing line")
+    return "\n".join([
+        "# The fast precision on the NVIDIA H200",
+        "",
+        f"gpt-oss-120b, {len(rows)} cases (every other ladder batch size, both routings), "
+        f"{fast_data['device']['name']}; ceilings measured in the run: read {ceilings['read_bw'] / 1e12:.2f} TB/s, "
+        f"fp8 {ceilings['fp8_flops'] / 1e12:.0f} TFLOP/s.",
+        "",
+        *summary,
+        "",
+        "Measured by `python -m moe_gather bench --precision fast --batch-sizes B --json "
+        f"{_rel(FAST / 'bench_fast.json')}` (the kernel, triton_kernels and the vendor anchor, "
+        "`torch._scaled_grouped_mm` with the weights dense fp8, in one process) and `python -m moe_gather bench "
+        f"--precision accurate --no-peer --no-vendor --batch-sizes B --json {_rel(FAST / 'bench_accurate.json')}`, "
+        f"B = {FAST_BATCHES}. This page: `python tools/results.py`.",
+        "",
+        *table,
+        "",
+        "## Accuracy",
+        "",
+        f"`{acc['command']}` ({acc['stack']}): the worst over the cases, per parameter set and computation (kernel: "
+        "accurate; kernel_fast: fast; cublas_fp8: cuBLAS's promoted fp8 GEMM on the same inputs, the fast "
+        "precision's budget).",
+        "",
+        "| params | computation | cases | bitwise | ulp | scaled | over 1 |",
+        "|---|---|---:|---:|---:|---:|---:|",
+        *acc_rows,
+        "",
+        "## Reliability",
+        "",
+        f"The kernel, edge and reliability tests at the fast precision: {closing} (`suite.log`: `pytest "
+        "suites/test_kernel.py suites/test_kernel_edges.py suites/test_reliability.py --gpu hopper --precision fast "
+        "--batch-sizes 1,8,32,128,512,2048,8192,31744`). compute-sanitizer (`sanitize.log`: `PRECISION=fast "
+        "SANITIZE_CASES=... bash tools/sanitize.sh`):",
+        "",
+        "| tool | case | N | summary | exit |",
+        "|---|---|---:|---|---:|",
+        *sanitize,
+    ]) + "\n"  # fmt: skip
+
+
 def pages() -> dict[Path, str]:
     data = accuracy._merged([str(p) for p in sorted(H200.glob("accuracy_*.json"))])
     json_paths = " ".join(_rel(p) for p in sorted(H200.glob("accuracy_*.json")))
@@ -170,6 +270,7 @@ def pages() -> dict[Path, str]:
         H200 / "mutants.md": mutants.report([_rel(p) for p in runs], _rel(H200 / "mutants.md")),
         H200 / "reliability.md": reliability(),
         H200 / "gate.md": gate(),
+        H200 / "fast.md": fast(),
     }
 
 
