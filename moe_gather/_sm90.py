@@ -468,19 +468,63 @@ def _tile_words(stage: _Buffers, BLOCK_N: gl.constexpr, words_layout: gl.constex
 @gluon.jit
 def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr):
     """The fast mode's K tile issued, not waited on: its four blocks folded and their wgmmas chained into `part`.
-    Returns the partial in flight and its rows' reference scales, for the promotion after a later wait."""
+    Returns the partial in flight; _ref_scales reads the tile's reference scales for its promotion."""
     acc_layout: gl.constexpr = part.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
     sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
     sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
-    ref_rows = (stage.s.load(gl.SliceLayout(1, acc_layout)) & 0x7F800000).to(gl.float32, bitcast=True)
     a = _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
     for j in gl.static_range(1, _TILE_K // _MX_BLOCK):
         a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
         part = warpgroup_mma(a, _x_block(stage.x, j), part, is_async=True)
-    return part, ref_rows
+    return part
+
+
+@gluon.jit
+def _ref_scales(stage: _Buffers, acc_layout: gl.constexpr):
+    """[rows, 1] 2 ** (r - 127) of a landed tile's fast scale words, r each row's reference exponent (the words stay
+    in shared memory until the tile's promotion: fewer registers held across the next tile's wgmmas)."""
+    words = stage.s.load(gl.SliceLayout(1, acc_layout))
+    return gl.expand_dims((words & 0x7F800000).to(gl.float32, bitcast=True), 1)
+
+
+@gluon.jit
+def _fast_chunk(sums: _Sums, rings, src: _Sources, p0, STEPS: gl.constexpr, FIRST: gl.constexpr,
+                AHEAD: gl.constexpr, RING: gl.constexpr, WHOLE: gl.constexpr, N: gl.constexpr,
+                BLOCK_N: gl.constexpr, TAIL_ROWS: gl.constexpr) -> _Sums:  # fmt: skip
+    """STEPS whole K tiles from step p0 (p0 - FIRST even: step p lives in ring p % 2), the fast mode: each step's
+    wgmmas issued into one of two partials while the previous step's partial is promoted; the last one drained.
+    Loads run AHEAD steps ahead, into the slot of step p + AHEAD - 4 (RING 2): promoted before they are issued."""
+    acc_layout: gl.constexpr = sums.acc.type.layout
+    acc, even, odd = sums.acc, sums.part, sums.spare
+    even_flight, odd_flight = even, odd  # each step's wgmmas in flight (bound in the unrolled steps)
+    for r in gl.static_range(STEPS):
+        cp.wait_group(AHEAD - 1)
+        gl.thread_barrier()  # step p0 + r has landed
+        ahead = rings[(FIRST + r + AHEAD) % 2].stage((p0 + r + AHEAD) // 2 % RING)
+        _issue_loads(p0 + r + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
+        landed = rings[(FIRST + r) % 2].stage((p0 + r) // 2 % RING)
+        if r % 2 == 0:
+            even_flight = _fast_chain(landed, even, BLOCK_N)
+            if r > 0:  # the previous step's partial, while this step's wgmmas run
+                odd = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(odd_flight,))
+                before = rings[(FIRST + r - 1) % 2].stage((p0 + r - 1) // 2 % RING)
+                acc = _promote(odd, _ref_scales(before, acc_layout), acc)
+        else:
+            odd_flight = _fast_chain(landed, odd, BLOCK_N)
+            even = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(even_flight,))
+            before = rings[(FIRST + r - 1) % 2].stage((p0 + r - 1) // 2 % RING)
+            acc = _promote(even, _ref_scales(before, acc_layout), acc)
+    last = rings[(FIRST + STEPS - 1) % 2].stage((p0 + STEPS - 1) // 2 % RING)
+    if STEPS % 2:
+        even = warpgroup_mma_wait(num_outstanding=0, deps=(even_flight,))
+        acc = _promote(even, _ref_scales(last, acc_layout), acc)
+    else:
+        odd = warpgroup_mma_wait(num_outstanding=0, deps=(odd_flight,))
+        acc = _promote(odd, _ref_scales(last, acc_layout), acc)
+    return _Sums(acc, even, odd, sums.acc_tail, sums.part_tail)
 
 
 @aggregate
@@ -580,7 +624,7 @@ def _tile(
     LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
     FIRST: gl.constexpr = 1 if LAST_BLOCKS < BLOCKS else 0
     WHOLE: gl.constexpr = K_TILES - FIRST
-    OVERLAP: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES and not TAIL_ROWS
+    OVERLAP: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES > 1 and not TAIL_ROWS
     # Steps loaded ahead; with OVERLAP one fewer, so that a load never lands in the slot of a tile still in flight.
     AHEAD: gl.constexpr = NUM_STAGES - 2 if OVERLAP else NUM_STAGES - 1
     LAST: gl.constexpr = K_TILES - 1  # the last step
@@ -611,23 +655,12 @@ def _tile(
         _issue_loads(AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
         sums = _mma_tile(sums, rings[0].stage(0), x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, LAST_BLOCKS,
                          TWO_PARTIALS, TAIL_ROWS, FAST)  # fmt: skip
-    if OVERLAP:  # fast, parity rings: tile B's wgmmas run while tile A's partial is promoted; drained per pair
-        for p0 in range(FIRST, K_TILES - 1, 2):
-            cp.wait_group(AHEAD - 1)
-            gl.thread_barrier()  # tile A (p0) has landed; the slot loaded next was last read two tiles ago, drained
-            _issue_loads(p0 + AHEAD - FIRST, rings[(FIRST + AHEAD) % 2].stage((p0 + AHEAD) // 2 % RING), src,
-                         WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # fmt: skip
-            part_a, ref_a = _fast_chain(rings[FIRST % 2].stage(p0 // 2 % RING), sums.part, BLOCK_N)
-            cp.wait_group(AHEAD - 1)
-            gl.thread_barrier()  # tile B (p0 + 1) has landed
-            _issue_loads(p0 + 1 + AHEAD - FIRST, rings[(FIRST + 1 + AHEAD) % 2].stage((p0 + 1 + AHEAD) // 2 % RING),
-                         src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # fmt: skip
-            part_b, ref_b = _fast_chain(rings[(FIRST + 1) % 2].stage((p0 + 1) // 2 % RING), sums.spare, BLOCK_N)
-            part_a = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(part_a,))  # B's in flight
-            acc = _promote(part_a, ref_a[:, None], sums.acc)
-            part_b = warpgroup_mma_wait(num_outstanding=0, deps=(part_b,))
-            acc = _promote(part_b, ref_b[:, None], acc)
-            sums = _Sums(acc, part_a, part_b, sums.acc_tail, sums.part_tail)
+    if OVERLAP:  # fast, parity rings: chunks of OVERLAP_TILES steps, drained at their ends
+        for p0 in range(FIRST, FIRST + WHOLE // OVERLAP_TILES * OVERLAP_TILES, OVERLAP_TILES):
+            sums = _fast_chunk(sums, rings, src, p0, OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS)
+        if WHOLE % OVERLAP_TILES:
+            sums = _fast_chunk(sums, rings, src, FIRST + WHOLE // OVERLAP_TILES * OVERLAP_TILES,
+                               WHOLE % OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1 if not OVERLAP else FIRST, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
@@ -638,7 +671,7 @@ def _tile(
             landed = rings[(r + FIRST) % RINGS].stage(p // RINGS % RING)
             sums = _mma_tile(sums, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, TWO_PARTIALS,
                              TAIL_ROWS, FAST)  # fmt: skip
-    if WHOLE % RINGS:  # parity rings and an odd number of whole tiles: the last step
+    if WHOLE % RINGS and not OVERLAP:  # parity rings and an odd number of whole tiles: the last step
         cp.wait_group(AHEAD - 1)
         gl.thread_barrier()
         sums = _mma_tile(sums, rings[LAST % RINGS].stage(LAST // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M, F16,
@@ -767,7 +800,7 @@ def kernel_constexprs(
         "NARROW": _narrowing(config.narrow_last_tile, block_m),
         "TWO_PARTIALS": bool(config.two_partials),
         "FAST": fast,
-        "OVERLAP_TILES": bool(config.overlap_tiles),
+        "OVERLAP_TILES": int(config.overlap_tiles),
     }
 
 

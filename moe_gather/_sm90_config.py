@@ -30,15 +30,16 @@ class Sm90Config:
     # Rows past block_m that a slice's last tile takes on a second wgmma per block instead of a tile of their own
     # (0, or a power of two from 16 to block_m / 2); that tile runs a ring one stage shallower, unpaired.
     tail_rows: int = 0
-    # The fast precision with parity rings: a pair of K tiles in two partials, the second's wgmmas running while the
-    # first's partial is promoted (loads one tile less ahead, so that none lands in a slot still read).
-    overlap_tiles: bool = False
+    # The fast precision with parity rings: K tiles in chunks of overlap_tiles (0, 2 or 4) through two partials, each
+    # tile's wgmmas running while the previous tile's partial is promoted, the chunk's last drained (loads one tile
+    # less ahead, so that none lands in a slot still read).
+    overlap_tiles: int = 0
 
     def __post_init__(self):
         if self.parity_rings and (self.num_stages % 2 or self.split_at):
             raise ValueError(f"Sm90Config: parity_rings needs an even num_stages and no split_at, got {self}")
-        if self.overlap_tiles and not self.parity_rings:
-            raise ValueError(f"Sm90Config: overlap_tiles pairs K tiles through parity_rings, got {self}")
+        if self.overlap_tiles not in (0, 2, 4) or (self.overlap_tiles and not self.parity_rings):
+            raise ValueError(f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings, got {self}")
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow_last_tile not in (0, 1, 2):
@@ -82,7 +83,7 @@ FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (40, Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2)),
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
-    (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=True)),
+    (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2)),
 )
 
 FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides fields of every choice (tests, sweeps)

@@ -232,6 +232,8 @@ OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, split_at=16, large_block_m=64),
     _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=1, tail_rows=32),
     *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS if not c.two_partials],
+    # The fast precision's K tiles in chunks of four (the accurate precision runs it as a plain parity-ring loop).
+    _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4),
 ]
 
 

@@ -132,8 +132,10 @@ def test_fast_configs_run_one_partial_per_tile(recorded_launches):
     _launch(w, [900, 700], None)
     ((_, _, kwargs),) = recorded_launches
     assert kwargs["FAST"] and kwargs["OVERLAP_TILES"] and kwargs["BLOCK_M"] == 128
-    with pytest.raises(ValueError, match="overlap_tiles pairs K tiles through parity_rings"):
-        _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, overlap_tiles=True)
+    with pytest.raises(ValueError, match="overlap_tiles is 0, 2 or 4 K tiles, through parity_rings"):
+        _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, overlap_tiles=2)
+    with pytest.raises(ValueError, match="overlap_tiles is 0, 2 or 4 K tiles"):
+        _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, parity_rings=True, overlap_tiles=3)
 
 
 def test_weight_rows_must_fill_64_row_blocks():
@@ -312,7 +314,7 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
 
 # The fast table's K loops (per two K tiles: every entry pairs them), as compiled: the byte-table fold costs ~11 SASS
 # per 32-bit word, and the promotion is one FFMA per accumulator element per K tile instead of per block.
-FAST_LOOP_SASS_BUDGET = {(32, 4, 0): 357, (32, 8, 0): 359, (64, 8, 16): 392, (128, 8, 0): 467}
+FAST_LOOP_SASS_BUDGET = {(32, 4, 0): 357, (32, 8, 0): 359, (64, 8, 16): 392, (128, 8, 0): 471}
 
 
 @pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)
@@ -328,6 +330,20 @@ def test_fast_loop_promotes_once_per_tile(config, tmp_path):
     waits = [text for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
     assert sum(line.endswith("0x4") for line in waits) == (1 if config.overlap_tiles else 0), waits
     assert len(loop) <= FAST_LOOP_SASS_BUDGET[_entry(config)], len(loop)
+
+
+def test_fast_chunks_of_four_tiles_keep_three_of_four_waits_overlapped(tmp_path):
+    """overlap_tiles=4 (opt-in): K tiles in chunks of four, each tile's wgmmas in flight while the one before is
+    promoted; drained once a chunk (ptxas serializes every wgmma when one is carried across the loop's back edge, so
+    the chunk, not the loop, is the unit). 806 SASS per four tiles as compiled; 4 of its instructions spill."""
+    config = _sm90.Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4)
+    instructions = main_loop_sass(compile_sm90(config, fast=True).asm["cubin"], tmp_path, operands=True,
+                                  wgmma=_wgmma(128))  # fmt: skip
+    loop = [text.split()[0] for text in instructions]
+    assert loop.count("QGMMA.64x128x32.F32.E4M3.E4M3") == 16 and loop.count("FFMA") == 4 * 64
+    waits = [text.split()[-1] for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
+    assert waits == ["0x4", "0x4", "0x4", "0x0"], waits
+    assert len(loop) <= 806 and sum(name.startswith(("STL", "LDL")) for name in loop) <= 4
 
 
 # SASS from the main loop's end to EXIT (the ring's drain and the epilogue of the full-width path), as compiled: the
