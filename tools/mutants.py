@@ -4,8 +4,9 @@
     python tools/mutants.py --report RUN.json ... [--markdown PAGE]   # RUN.json: a run's --accuracy-json
 
 Each mutant replaces one Gluon helper of the kernel before anything compiles, then runs pytest in this process:
-- partial-BITS (partial-11, partial-12, ...): each 32-wide K block's partial sum keeps BITS significant bits
-  (truncated) before its promotion into the fp32 accumulator; Hopper's fp8 wgmma itself keeps ~13;
+- partial-BITS (partial-11, partial-12, ...): each partial sum keeps BITS significant bits (truncated) before its
+  promotion into the fp32 accumulator (a 32-wide K block's; with --precision fast, a 128-wide K tile's); Hopper's fp8
+  wgmma itself keeps ~13;
 - epilogue-EXP (epilogue-9, epilogue-12, ...): the epilogue's two approximations (ex2 and rcp in the sigmoid) each
   come out 2**-EXP too large, so y is off by about 2**-EXP relative.
 Exit status: pytest's, so a mutant that the suite fails to catch shows as a run that passes. With pytest's
