@@ -627,6 +627,7 @@ def _tile(
     OVERLAP: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES > 1 and not TAIL_ROWS
     # Steps loaded ahead; with OVERLAP one fewer, so that a load never lands in the slot of a tile still in flight.
     AHEAD: gl.constexpr = NUM_STAGES - 2 if OVERLAP else NUM_STAGES - 1
+    gl.static_assert(AHEAD >= 1, "the ring needs a tile loaded ahead (Sm90Config refuses fewer stages)")
     LAST: gl.constexpr = K_TILES - 1  # the last step
     src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs)
     for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
@@ -679,18 +680,17 @@ def _tile(
     cp.wait_group(0)
 
     acc = sums.acc
-    acc_tail = sums.acc_tail
     ACC_SCALE: gl.constexpr = 2.0**-_FAST_SHIFT if FAST else 1.0  # the fast tables' 2 ** 6, folded into x_scale
-    if not F16 and not FAST:  # the bit-spread encoding
-        acc = acc * 64.0  # exact: a power of two
-        acc_tail = acc_tail * 64.0
+    ACC_TIMES: gl.constexpr = 64.0 if not F16 and not FAST else 1.0  # the bit-spread encoding's 2 ** -6 (exact)
+    if ACC_TIMES != 1.0:
+        acc = acc * ACC_TIMES
     swiglu_store(
         acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
         N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
         ACC_SCALE=ACC_SCALE,
     )  # fmt: skip
     if TAIL_ROWS:  # (the fp8 paths only)
-        swiglu_store(acc_tail, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
+        swiglu_store(sums.acc_tail * ACC_TIMES, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
                      m0 + BLOCK_M, pid_n, start, size, N, TAIL_ROWS, BLOCK_N, ACC_SCALE=ACC_SCALE)  # fmt: skip
 
 
@@ -738,43 +738,18 @@ def _bmm1_sm90_kernel(
     m0 = pid_m * BLOCK_M  # the tile's first row in the slice
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(
-            call,
-            m0,
-            K,
-            N,
-            BLOCK_M // 4,
-            0,
-            NUM_STAGES,
-            F16,
-            ZERO_SCALE,
-            PARITY_RINGS,
-            TWO_PARTIALS,
-            FAST,
-            OVERLAP_TILES,
-        )
+        _tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
+              OVERLAP_TILES)  # fmt: skip
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(
-            call,
-            m0,
-            K,
-            N,
-            BLOCK_M // 2,
-            0,
-            NUM_STAGES,
-            F16,
-            ZERO_SCALE,
-            PARITY_RINGS,
-            TWO_PARTIALS,
-            FAST,
-            OVERLAP_TILES,
-        )
+        _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
+              OVERLAP_TILES)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
-        _tile(
-            call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST, False
-        )  # odd: unpaired
+        # a ring one stage shallower, odd: unpaired
+        _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
+              0)  # fmt: skip
     else:
-        _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST, OVERLAP_TILES)
+        _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
+              OVERLAP_TILES)  # fmt: skip
 
 
 def _narrowing(narrow: int, block_m: int) -> int:

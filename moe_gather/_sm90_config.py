@@ -12,7 +12,7 @@ F16_MAX_BLOCK_M = 64  # the fp16 path's largest tile: block_m 128 spills with tw
 @dataclass(frozen=True)
 class Sm90Config:
     block_m: int  # tokens per tile: the wgmma N side (8..256)
-    num_stages: int  # pipeline stages; num_stages - 1 K tiles are loaded ahead
+    num_stages: int  # pipeline stages; num_stages - 1 K tiles are loaded ahead (num_stages - 2 with overlap_tiles)
     num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
     # Even and odd K tiles in separate buffers, the loop unrolled by two: one bar.sync per K tile instead of two.
@@ -30,7 +30,8 @@ class Sm90Config:
     # Rows past block_m that a slice's last tile takes on a second wgmma per block instead of a tile of their own
     # (0, or a power of two from 16 to block_m / 2); that tile runs a ring one stage shallower, unpaired.
     tail_rows: int = 0
-    # The fast precision with parity rings: K tiles in chunks of overlap_tiles (0, 2 or 4) through two partials, each
+    # The fast precision with parity rings (the accurate one runs the plain loop): K tiles in chunks of overlap_tiles
+    # (0, 2 or 4) through two partials, each
     # tile's wgmmas running while the previous tile's partial is promoted, the chunk's last drained (loads one tile
     # less ahead, so that none lands in a slot still read).
     overlap_tiles: int = 0
@@ -38,8 +39,12 @@ class Sm90Config:
     def __post_init__(self):
         if self.parity_rings and (self.num_stages % 2 or self.split_at):
             raise ValueError(f"Sm90Config: parity_rings needs an even num_stages and no split_at, got {self}")
-        if self.overlap_tiles not in (0, 2, 4) or (self.overlap_tiles and not self.parity_rings):
-            raise ValueError(f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings, got {self}")
+        if self.overlap_tiles not in (0, 2, 4) or (
+            self.overlap_tiles and (not self.parity_rings or self.num_stages < 4)
+        ):  # it loads num_stages - 2 tiles ahead
+            raise ValueError(
+                f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages or more, got {self}"
+            )
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow_last_tile not in (0, 1, 2):

@@ -183,7 +183,8 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
     if w.fast:  # each word's table: its row's d for its block (word 8 chunk + 2 q + b of a tile: block 2 chunk + b)
         d = _fast_fields(w)[0].repeat_interleave(16, dim=-2)  # [E, N, tiles * 16, 4]
-        block = 2 * (torch.arange(words.shape[-1]) % 16 // 8) + torch.arange(words.shape[-1]) % 2
+        index = torch.arange(words.shape[-1], device=words.device)
+        block = 2 * (index % 16 // 8) + index % 2
         d = d.gather(-1, block.expand(e, n, -1)[..., None])[..., 0]
         lut = (FAST_TABLE_LO - d * 0x08080800) | ((FAST_TABLE_HI - d * 0x08080808) << 32)
     halves = []
@@ -214,6 +215,6 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
 def _fast_fields(w: Sm90Weights) -> tuple[torch.Tensor, torch.Tensor]:
     """The fast mode's scale words read back: d [E, N, tiles, 4] and the reference e8m0 [E, N, tiles]."""
     word = w.scales.to(torch.int64)
-    word = (word << (8 * torch.arange(4))).sum(-1).transpose(1, 2)  # [E, N, tiles]
+    word = (word << (8 * torch.arange(4, device=word.device))).sum(-1).transpose(1, 2)  # [E, N, tiles]
     d = torch.stack([(word >> (4 * j)) & 0xF for j in range(4)], dim=-1)
     return d, (word >> 23) & 0xFF

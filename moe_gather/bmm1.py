@@ -54,8 +54,9 @@ def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = 
     precision: "accurate" (every 32-K block's products promoted exactly into fp32) or "fast" (Hopper: each block's
     scale folded into the fp8 values, one promotion per 128 K; docs/numerics.md has both measured); the two read
     different encodings, so the prepared weights carry it (`.precision`) and a call runs theirs. None: the kernel's
-    default, "fast" on Hopper where the weights' scales fold exactly (every row's blocks of a 128-wide K tile within
-    11 binades of the largest), else "accurate"; an explicit "fast" on weights that do not fold is a ValueError."""
+    default (`_sm90.DEFAULT_PRECISION`, "accurate"; were it "fast", weights whose scales do not fold would take
+    "accurate"). "fast" needs the scales to fold exactly (each row's nonzero blocks of a 128-wide K tile within 11
+    binades of the largest): other weights are a ValueError naming the first row and tile that do not."""
     if precision is not None and precision not in ("accurate", "fast"):
         raise ValueError(f"precision must be 'accurate', 'fast' or None, got {precision!r}")
     if not isinstance(weights, MXFP4Weights):
@@ -114,6 +115,8 @@ def check_arguments(
     batch, k = x.shape
     if not isinstance(weights, tuple(_WEIGHT_TYPES.values())):
         raise ValueError(f"weights must come from prepare_weights, got {type(weights).__name__}")
+    if precision not in (None, "accurate", "fast"):
+        raise ValueError(f"precision must be 'accurate', 'fast' or None, got {precision!r}")
     if precision is not None and precision != weights.precision:
         raise ValueError(
             f"precision={precision!r}, but the weights were prepared for {weights.precision!r}: prepare_weights(...,"

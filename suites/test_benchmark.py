@@ -35,12 +35,17 @@ def _vendor_cache():
 
 @pytest.fixture
 def vendor_weights(problem, _vendor_cache):
-    """The model's weights dense in e4m3 for the vendor anchor (moe_gather.bench), built once per model."""
-    key = problem.case.model.name
-    if key not in _vendor_cache:
-        _vendor_cache.clear()
-        _vendor_cache[key] = VendorWeights(problem.params.weights)
-    return _vendor_cache[key]
+    """A getter of the model's weights dense in e4m3 for the vendor anchor (moe_gather.bench), built on first use
+    (~1 GB of fp32 on the way), once per model."""
+
+    def get():
+        key = problem.case.model.name
+        if key not in _vendor_cache:
+            _vendor_cache.clear()
+            _vendor_cache[key] = VendorWeights(problem.params.weights)
+        return _vendor_cache[key]
+
+    return get
 
 
 def test_throughput(
@@ -68,8 +73,11 @@ def test_throughput(
         record["peer_us"] = time_peer(problem)
         record["peer_tflops"] = problem.flops() / record["peer_us"] / 1e6
         record["speedup"] = record["peer_us"] / record["us"]
-    record["vendor_us"] = time_vendor(problem, vendor_weights)  # torch._scaled_grouped_mm, weights dense fp8
-    record["vendor_speedup"] = record["vendor_us"] / record["us"]
+    try:  # torch._scaled_grouped_mm (a private op), weights dense fp8: its failure is recorded, never the gate's
+        record["vendor_us"] = time_vendor(problem, vendor_weights())
+        record["vendor_speedup"] = record["vendor_us"] / record["us"]
+    except Exception as e:
+        record["vendor_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     benchmark.extra_info.update({k: v for k, v in record.items() if k != "name"})
     request.node.user_properties.append(("bench", record))
     throughput_gate(request.node.name, median, remeasure=lambda: sustained_seconds(replay))

@@ -66,6 +66,17 @@ def _problem(base_params, batch=1024, routing="uniform", **changes):
     return dataclasses.replace(make_problem(Case(MODEL, routing, batch), "cuda", base_params), **changes)
 
 
+def test_fast_fold_across_its_whole_window(params, sm90):
+    """The fast precision on weights whose block scales span the fold's whole window in every K tile (each tile's
+    blocks at r, r - 11, r - 5, r - 2): exact in e4m3 by construction, held to the fast tolerance."""
+    w = params.weights
+    tile = torch.tensor([127, 127 - _sm90.FAST_WINDOW, 127 - 5, 127 - 2], device="cuda", dtype=torch.uint8)
+    scales = tile.repeat(w.scales.shape[-1] // 4 + 1)[: w.scales.shape[-1]].expand_as(w.scales).contiguous()
+    spread = ExpertParams(MXFP4Weights(w.codes, scales), params.bias)
+    weights = bmm1.prepare_weights(spread.weights, precision="fast")
+    _check(_problem(params, params=spread), weights, "block scales across the fold's window")
+
+
 def _unfolded(w, precision):
     """Weights whose block scales do not fold into e4m3 (the fast precision's window): an explicit "fast" refuses
     them by name, the default takes "accurate"."""
@@ -211,11 +222,12 @@ def test_every_tile_width_of_each_sm90_entry(params, sm90, weights, entry):
     check_against(reference_for(problem).out, out, tolerance, f"tile widths, {config}")
 
 
-@pytest.mark.parametrize("k", [32, 96, 128, 2816, 2848, 2912])
+@pytest.mark.parametrize("k", [32, 96, 128, 384, 2816, 2848, 2912, 2976])
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_k_ending_anywhere_in_a_tile(params, sm90, precision, entry, k):
     """K on a 128-wide tile boundary (all whole tiles), or 1, 2 (gpt-oss: 2880) or 3 blocks of 32 into its last
-    tile, which the sm90 kernel then runs first with only its blocks; K under one tile leaves its loop none."""
+    tile, which the sm90 kernel then runs first with only its blocks; K under one tile leaves its loop none; an odd
+    number of whole tiles (384, 2976) ends the fast precision's overlapped pairs with a single tile."""
     model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
     k_params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
@@ -231,7 +243,7 @@ OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=16, num_stages=4, num_warps=4, narrow_last_tile=1, split_at=32),
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, split_at=16, large_block_m=64),
     _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=1, tail_rows=32),
-    *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS if not c.two_partials],
+    *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
     # The fast precision's K tiles in chunks of four (the accurate precision runs it as a plain parity-ring loop).
     _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4),
 ]
@@ -240,6 +252,8 @@ OPT_IN_PLANS = [
 @pytest.mark.parametrize("config", OPT_IN_PLANS, ids=str)
 def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     """The same slices as the tile-width test, every size class, through each opt-in plan: against the reference."""
+    if weights.fast and config.two_partials:
+        pytest.skip("two_partials is the accurate precision's (the fast one refuses it: test_sm90)")
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
     out = bmm1.run_problem(problem, weights, config=config)
     tolerance = kernel_tolerance(weights.precision, "seed")

@@ -115,6 +115,28 @@ def test_fast_refuses_scales_outside_its_window_by_name():
     assert _sm90.prepare_weights(w, precision="fast").fast
 
 
+def test_the_default_takes_accurate_where_the_scales_do_not_fold(monkeypatch):
+    """Were the default "fast", weights outside the fold's window would take "accurate" (never fail)."""
+    from moe_gather import bmm1
+
+    monkeypatch.setattr(_sm90, "DEFAULT_PRECISION", "fast")
+    w = _random_weights(e=1, n=64, k=128, spread=3)
+    assert bmm1.prepare_weights(w, capability=(9, 0)).precision == "fast"
+    w.scales[0, 7, 1] = 127 - 3 - _sm90.FAST_WINDOW - 1
+    assert bmm1.prepare_weights(w, capability=(9, 0)).precision == "accurate"
+
+
+def test_fold_asm_reads_the_block_s_nibble_and_the_tables_constants():
+    """The PTX that builds block j's tables: d from bits 4j .. 4j + 3 of the scale word, the two tables as
+    FAST_TABLE_* - d * 0x08080800 / 0x08080808 (mod 2 ** 32), the selectors masked to 3 bits."""
+    for j in range(4):
+        asm = _sm90._fold_asm(j)
+        assert f"bfe.u32 d, $3, {4 * j}, 4;" in asm
+        assert f"mad.lo.u32 lo, d, {(-0x08080800) & 0xFFFFFFFF:#x}, {_sm90.FAST_TABLE_LO:#x};" in asm
+        assert f"mad.lo.u32 hi, d, {(-0x08080808) & 0xFFFFFFFF:#x}, {_sm90.FAST_TABLE_HI:#x};" in asm
+        assert "and.b32 sel, $2, 0x77777777;" in asm
+
+
 def test_fast_refuses_a_nonzero_block_at_e8m0_0():
     w = _random_weights(e=1, n=64, k=128)
     w.scales[0, 3] = 0  # a whole tile of nonzero blocks at 2 ** -127: its reference word would read 0
@@ -122,8 +144,9 @@ def test_fast_refuses_a_nonzero_block_at_e8m0_0():
         _sm90.prepare_weights(w, precision="fast")
 
 
-def test_fast_configs_run_one_partial_per_tile(recorded_launches):
-    """The fast table has no two_partials (its K tile is one chain into one partial); a forced one is refused."""
+def test_fast_table_has_no_two_partials_and_overlaps_its_large_tiles(recorded_launches):
+    """The fast table has no two_partials (a K tile is one chain into one partial; a forced one is refused); its
+    block_m 128 entry overlaps tiles (overlap_tiles: each tile's wgmmas under the previous tile's promotion)."""
     assert not any(c.two_partials for _, c in _sm90.FAST_CONFIGS)
     assert [limit for limit, _ in _sm90.FAST_CONFIGS] == [limit for limit, _ in _sm90.CONFIGS]
     w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=64), precision="fast")
@@ -132,8 +155,10 @@ def test_fast_configs_run_one_partial_per_tile(recorded_launches):
     _launch(w, [900, 700], None)
     ((_, _, kwargs),) = recorded_launches
     assert kwargs["FAST"] and kwargs["OVERLAP_TILES"] and kwargs["BLOCK_M"] == 128
-    with pytest.raises(ValueError, match="overlap_tiles is 0, 2 or 4 K tiles, through parity_rings"):
+    with pytest.raises(ValueError, match="overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages"):
         _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, overlap_tiles=2)
+    with pytest.raises(ValueError, match="parity_rings of 4 stages or more"):  # it loads num_stages - 2 ahead
+        _sm90.Sm90Config(block_m=128, num_stages=2, num_warps=8, parity_rings=True, overlap_tiles=2)
     with pytest.raises(ValueError, match="overlap_tiles is 0, 2 or 4 K tiles"):
         _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, parity_rings=True, overlap_tiles=3)
 

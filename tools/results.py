@@ -22,6 +22,7 @@ BASELINES = ROOT / "baselines" / "nvidia-h200" / "Linux-CPython-3.12-64bit"
 sys.path.insert(0, str(ROOT))
 
 from moe_gather import accuracy  # noqa: E402
+from moe_gather.problem import MODELS  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 import mutants  # noqa: E402
@@ -166,7 +167,37 @@ FAST_BATCHES = (  # every other batch size of the gpt-oss-120b ladder
 
 
 def _rows_per_slice(row: dict) -> float:
-    return row["tokens"] / 16  # gpt-oss-120b: 16 local experts a shard
+    return row["tokens"] / MODELS["gpt-oss-120b"].local_experts  # RaggedMetadata.local_slice_size
+
+
+# The config sweeps behind the fast table (tools/sweep_sm90.py --precision fast --cases ... --configs "A;B;C"): each
+# log's configs in the order its lines give them, per case (these logs print no overlap_tiles, and record pairs as
+# overlap_tiles=1, its earlier spelling).
+_P = "parity_rings=1,narrow_last_tile=2"
+_O = f"{_P},overlap_tiles=2"
+FAST_SWEEPS = {
+    "sweep_overlap.log": [f"block_m=128,num_warps=8,{_O}", "block_m=128,num_warps=8,narrow_last_tile=2",
+                          f"block_m=64,num_warps=8,{_P},tail_rows=16"],
+    "sweep_large.log": [f"block_m=128,num_warps=8,{_O}", f"block_m=128,num_warps=4,{_O}",
+                        f"block_m=64,num_warps=4,{_O}"],
+    "sweep_mid.log": [f"block_m=64,num_warps=8,{_P},tail_rows=16", f"block_m=64,num_warps=4,{_O}",
+                      f"block_m=128,num_warps=4,{_O}"],
+    "sweep_small.log": [f"block_m=32,num_warps=8,{_P},maxnreg=80", f"block_m=32,num_warps=4,{_P},maxnreg=80",
+                        f"block_m=32,num_warps=4,{_O}"],
+}  # fmt: skip
+SWEEP_LINE = re.compile(r"^\s*(?P<case>\S+) m\d+ .*?:\s+(?P<us>[\d.]+) us", re.M)
+
+
+def _sweeps() -> list[str]:
+    lines = ["| log | case | " + " | ".join(f"config {c}" for c in "ABC") + " |", "|---|---|---:|---:|---:|"]
+    configs = []
+    for name, names in FAST_SWEEPS.items():
+        by_case: dict[str, list[str]] = {}
+        for m in SWEEP_LINE.finditer((FAST / name).read_text()):
+            by_case.setdefault(m["case"], []).append(m["us"])
+        lines += [f"| `{name}` | {case} | " + " | ".join(us) + " |" for case, us in by_case.items()]
+        configs.append(f"- `{name}`: " + "; ".join(f"{c}: `{n}`" for c, n in zip("ABC", names, strict=True)))
+    return [*configs, "", *lines]
 
 
 def fast() -> str:
@@ -234,6 +265,11 @@ def fast() -> str:
         "",
         *table,
         "",
+        "## The configs compared (us, sustained; `python tools/sweep_sm90.py --precision fast --cases ... --configs "
+        '"A;B;C"`)',
+        "",
+        *_sweeps(),
+        "",
         "## Accuracy",
         "",
         f"`{acc['command']}` ({acc['stack']}): the worst over the cases, per parameter set and computation (kernel: "
@@ -246,7 +282,8 @@ def fast() -> str:
         "",
         "## Reliability",
         "",
-        f"The kernel, edge and reliability tests at the fast precision: {closing} (`suite.log`: `pytest "
+        f"The kernel, edge and reliability tests with --precision fast (the fp16-path tests and the weights outside "
+        f"the fold's window run the accurate kernel): {closing} (`suite.log`: `pytest "
         "suites/test_kernel.py suites/test_kernel_edges.py suites/test_reliability.py --gpu hopper --precision fast "
         "--batch-sizes 1,8,32,128,512,2048,8192,31744`). compute-sanitizer (`sanitize.log`: `PRECISION=fast "
         "SANITIZE_CASES=... bash tools/sanitize.sh`):",

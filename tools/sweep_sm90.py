@@ -90,7 +90,9 @@ def main():
             rows.append(row)
             flags = [name for name in ("parity_rings", "two_partials", "widest_first") if getattr(config, name)]
             flags += [
-                f"{name}={getattr(config, name)}" for name in ("narrow_last_tile", "tail_rows") if getattr(config, name)
+                f"{name}={getattr(config, name)}"
+                for name in ("narrow_last_tile", "tail_rows", "overlap_tiles")
+                if getattr(config, name)
             ]
             print(
                 f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} stages{config.num_stages} "
