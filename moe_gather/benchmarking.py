@@ -102,6 +102,13 @@ def device_slug(device_name: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
 
 
+def baseline_folder_name(device_name: str | None, precision: str | None = None) -> str:
+    """A device's baseline folder for a precision: the default's (None, "accurate") is device_slug's; another
+    precision's has its own ('nvidia-h200-fast'), so that its times are never judged against another precision's."""
+    slug = device_slug(device_name)
+    return slug if precision in (None, "accurate") else f"{slug}-{precision}"
+
+
 class BaselineError(Exception):
     """A baseline that cannot be used: corrupted, from another device, or absent."""
 

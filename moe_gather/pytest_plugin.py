@@ -236,9 +236,9 @@ class Gate:
 
 
 def _configure_benchmarks(config, target: GpuTarget):
-    """Before pytest-benchmark reads its options: on a GPU tier, store under baselines/<gpu> (unless
-    --benchmark-storage is given) and time with a device-synchronizing timer (unless --benchmark-timer is). The
-    baselines load at session start, from the files pytest-benchmark's storage selects."""
+    """Before pytest-benchmark reads its options: on a GPU tier, store under baselines/<gpu> (<gpu>-fast with
+    --precision fast; unless --benchmark-storage is given) and time with a device-synchronizing timer (unless
+    --benchmark-timer is). The baselines load at session start, from the files pytest-benchmark's storage selects."""
     try:
         config.stash[_THRESHOLDS] = benchmarking.Thresholds.parse(config.getoption("regression_threshold"))
     except ValueError as e:
@@ -247,7 +247,9 @@ def _configure_benchmarks(config, target: GpuTarget):
         folder = Path(config.getoption("baselines_dir") or config.rootpath / "baselines")
         folder = config.rootpath / folder if not folder.is_absolute() else folder
         if config.getoption("benchmark_storage") == "file://./.benchmarks":  # pytest-benchmark's default: not chosen
-            config.option.benchmark_storage = f"file://{folder / benchmarking.device_slug(target.measured)}"
+            precision = config.getoption("precision")
+            name = benchmarking.baseline_folder_name(target.measured, None if precision == "default" else precision)
+            config.option.benchmark_storage = f"file://{folder / name}"
         if config.getoption("benchmark_timer") == "time.perf_counter":
             config.option.benchmark_timer = "moe_gather.benchmarking.cuda_timer"
     if config.getoption("benchmark_compare_fail"):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from moe_gather import benchmarking
-from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, device_slug, judge
+from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, baseline_folder_name, device_slug, judge
 from moe_gather.problem import MODELS, cases, local_shard
 from moe_gather.routing import make_logits, route
 
@@ -320,3 +320,10 @@ def test_the_committed_baselines_hold_every_nightly_case(folder):
         assert len(timed) == 2 * 96 + 27  # gpt-oss-120b's uniform decode batch of 1 routes nothing to the local shard
         assert set(baseline.medians) == {f"test_throughput[{case.id}]" for case in timed}
     assert all(0 < seconds < 1 for seconds in baseline.medians.values())
+
+
+def test_each_precision_keeps_its_own_baselines():
+    """The fast precision's times go to their own folder: judged against the accurate precision's, every case would
+    look faster, and the accurate precision's regressions would hide behind them."""
+    assert baseline_folder_name("NVIDIA H200") == baseline_folder_name("NVIDIA H200", "accurate") == "nvidia-h200"
+    assert baseline_folder_name("NVIDIA H200", "fast") == "nvidia-h200-fast"
