@@ -86,20 +86,26 @@ class VendorWeights:
         self.e4m3 = (w / self.scale[..., None]).to(torch.float8_e4m3fn).contiguous()
 
 
+def vendor_rows(x: torch.Tensor, gather_indx: torch.Tensor, slice_sizes: torch.Tensor):
+    """The vendor anchor's operand: the gathered rows of each slice, each slice padded with zero rows to a multiple
+    of VENDOR_ROWS, and the groups' end offsets (int32), as torch._scaled_grouped_mm takes them."""
+    sizes = slice_sizes.long()
+    padded = (sizes + VENDOR_ROWS - 1) // VENDOR_ROWS * VENDOR_ROWS
+    tokens = gather_indx.shape[0]
+    rows = torch.zeros((int(padded.sum()), x.shape[1]), dtype=x.dtype, device=x.device)
+    within = torch.arange(tokens, device=sizes.device) - torch.repeat_interleave(
+        torch.cumsum(sizes, 0) - sizes, sizes, output_size=tokens
+    )
+    at = torch.repeat_interleave(torch.cumsum(padded, 0) - padded, sizes, output_size=tokens) + within
+    rows[at] = x[gather_indx.long()]
+    return rows, torch.cumsum(padded, 0).to(torch.int32)
+
+
 def vendor_call(problem, vendor: VendorWeights):
     """The vendor anchor's call on `problem`'s slices (x gathered and padded outside it)."""
-    sizes = problem.routing.ragged.slice_sizes.long()
-    padded = (sizes + VENDOR_ROWS - 1) // VENDOR_ROWS * VENDOR_ROWS
-    rows = int(padded.sum())
-    x = torch.zeros((rows, problem.x.shape[1]), dtype=problem.x.dtype, device=problem.x.device)
-    starts = torch.cumsum(padded, 0) - padded
-    within = torch.arange(problem.tokens, device=sizes.device) - torch.repeat_interleave(
-        torch.cumsum(sizes, 0) - sizes, sizes, output_size=problem.tokens
-    )
-    at = torch.repeat_interleave(starts, sizes, output_size=problem.tokens) + within
-    x[at] = problem.x[problem.routing.gather_indx.long()]
-    offs = torch.cumsum(padded, 0).to(torch.int32)
-    scale_a = torch.ones(rows, dtype=torch.float32, device=x.device)
+    routing = problem.routing
+    x, offs = vendor_rows(problem.x, routing.gather_indx, routing.ragged.slice_sizes)
+    scale_a = torch.ones(x.shape[0], dtype=torch.float32, device=x.device)
     w = vendor.e4m3.transpose(-2, -1)  # [E, K, N], column-major
     return lambda: torch._scaled_grouped_mm(
         x, w, scale_a, vendor.scale, offs=offs, out_dtype=torch.bfloat16, use_fast_accum=False

@@ -81,3 +81,22 @@ def test_throughput(
     benchmark.extra_info.update({k: v for k, v in record.items() if k != "name"})
     request.node.user_properties.append(("bench", record))
     throughput_gate(request.node.name, median, remeasure=lambda: sustained_seconds(replay))
+
+
+def test_the_vendor_anchor_computes_the_gemm_it_is_timed_for(gpu):
+    """The vendor anchor (bench.vendor_call) on a gpt-oss-120b problem: each slice's gathered rows times its expert's
+    dense fp8 weights, against the same product in fp32 (bf16 output: 2**-8 relative)."""
+    if gpu.capability is None or gpu.capability[0] != 9:
+        pytest.skip(f"the vendor anchor is timed on Hopper only, this is {gpu.found}")
+    from moe_gather.bench import vendor_call, vendor_rows
+    from moe_gather.problem import MODELS, Case, make_problem
+
+    problem = make_problem(Case(MODELS["gpt-oss-120b"], "zipf", 512), "cuda")
+    vendor = VendorWeights(problem.params.weights)
+    out = vendor_call(problem, vendor)().float()
+    rows, offs = vendor_rows(problem.x, problem.routing.gather_indx, problem.routing.ragged.slice_sizes)
+    starts = [0, *offs.tolist()[:-1]]
+    for e, (start, end) in enumerate(zip(starts, offs.tolist(), strict=True)):
+        w = vendor.e4m3[e].float() * vendor.scale[e][:, None]  # [N, K]
+        expected = rows[start:end].float() @ w.t()
+        torch.testing.assert_close(out[start:end], expected, rtol=2**-7, atol=2**-7 * float(expected.abs().max()))

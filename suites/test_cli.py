@@ -1,5 +1,5 @@
 """The command line (`python -m moe_gather`, the `moe-gather` script): help, subcommands, arguments refused by name
-before any GPU work."""
+before any GPU work; the bench's vendor operand, built on the CPU."""
 
 import shutil
 import subprocess
@@ -50,3 +50,19 @@ def test_the_console_script_runs_the_same_main():
     assert done.returncode == 0 and "{bench,accuracy}" in done.stdout
     module = subprocess.run([sys.executable, "-m", "moe_gather", "nope"], capture_output=True, text=True)
     assert module.returncode == 2 and "unknown command 'nope'" in module.stderr
+
+
+def test_vendor_rows_are_each_slice_gathered_and_padded_to_16():
+    """The vendor anchor's operand: slice e's rows x[gather_indx] at the start of its group, zeros after them up to a
+    multiple of 16 rows; the offsets are the groups' ends."""
+    from moe_gather.bench import vendor_rows
+
+    x = torch.arange(40 * 4, dtype=torch.float32).reshape(40, 4)
+    sizes = torch.tensor([3, 0, 17, 1], dtype=torch.int32)
+    gather = torch.randperm(40, generator=torch.Generator().manual_seed(0))[:21].to(torch.int32)
+    rows, offs = vendor_rows(x, gather, sizes)
+    assert offs.tolist() == [16, 16, 48, 64] and rows.shape == (64, 4)
+    expected = torch.zeros(64, 4)
+    for start, first, size in ((0, 0, 3), (16, 3, 17), (48, 20, 1)):
+        expected[start : start + size] = x[gather[first : first + size].long()]
+    assert torch.equal(rows, expected)
