@@ -34,7 +34,16 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.language.core import _aggregate as aggregate
 
 from ._epilogue import swiglu_store
-from ._sm90_config import CONFIGS, F16_MAX_BLOCK_M, FAST_CONFIGS, FORCE_ENV, Sm90Config, f16_config, select_config
+from ._sm90_config import (
+    CONFIGS,
+    DEFAULT_PRECISION,
+    F16_MAX_BLOCK_M,
+    FAST_CONFIGS,
+    FORCE_ENV,
+    Sm90Config,
+    f16_config,
+    select_config,
+)
 from ._sm90_layout import (
     E4M3_OF_E2M1_HI,
     E4M3_OF_E2M1_LO,
@@ -468,18 +477,19 @@ def _tile_words(stage: _Buffers, BLOCK_N: gl.constexpr, words_layout: gl.constex
 @gluon.jit
 def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr):
     """The fast mode's K tile issued, not waited on: its four blocks folded and their wgmmas chained into `part`.
-    Returns the partial in flight; _ref_scales reads the tile's reference scales for its promotion."""
+    Returns the partial in flight and its rows' reference scales (unused where _ref_scales reads them later)."""
     acc_layout: gl.constexpr = part.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
     sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
     sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+    ref_rows = (stage.s.load(gl.SliceLayout(1, acc_layout)) & 0x7F800000).to(gl.float32, bitcast=True)
     a = _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
     for j in gl.static_range(1, _TILE_K // _MX_BLOCK):
         a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
         part = warpgroup_mma(a, _x_block(stage.x, j), part, is_async=True)
-    return part
+    return part, ref_rows
 
 
 @gluon.jit
@@ -507,13 +517,13 @@ def _fast_chunk(sums: _Sums, rings, src: _Sources, p0, STEPS: gl.constexpr, FIRS
         _issue_loads(p0 + r + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
         landed = rings[(FIRST + r) % 2].stage((p0 + r) // 2 % RING)
         if r % 2 == 0:
-            even_flight = _fast_chain(landed, even, BLOCK_N)
+            even_flight = _fast_chain(landed, even, BLOCK_N)[0]
             if r > 0:  # the previous step's partial, while this step's wgmmas run
                 odd = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(odd_flight,))
                 before = rings[(FIRST + r - 1) % 2].stage((p0 + r - 1) // 2 % RING)
                 acc = _promote(odd, _ref_scales(before, acc_layout), acc)
         else:
-            odd_flight = _fast_chain(landed, odd, BLOCK_N)
+            odd_flight = _fast_chain(landed, odd, BLOCK_N)[0]
             even = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(even_flight,))
             before = rings[(FIRST + r - 1) % 2].stage((p0 + r - 1) // 2 % RING)
             acc = _promote(even, _ref_scales(before, acc_layout), acc)
@@ -624,10 +634,15 @@ def _tile(
     LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
     FIRST: gl.constexpr = 1 if LAST_BLOCKS < BLOCKS else 0
     WHOLE: gl.constexpr = K_TILES - FIRST
-    OVERLAP: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES > 1 and not TAIL_ROWS
+    # Fast, parity rings, overlap_tiles: pairs (the table's), or chunks of four (the loop carries no wgmma in flight)
+    PAIRS: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES == 2 and not TAIL_ROWS
+    CHUNKS: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES == 4 and not TAIL_ROWS
+    OVERLAP: gl.constexpr = PAIRS or CHUNKS
     # Steps loaded ahead; with OVERLAP one fewer, so that a load never lands in the slot of a tile still in flight.
     AHEAD: gl.constexpr = NUM_STAGES - 2 if OVERLAP else NUM_STAGES - 1
     gl.static_assert(AHEAD >= 1, "the ring needs a tile loaded ahead (Sm90Config refuses fewer stages)")
+    # With OVERLAP, AHEAD is even: each tile's copies go to the ring of the tile being read, and Triton's barrier
+    # analysis adds a second bar.sync per tile (two per tile, as the loop without parity rings has).
     LAST: gl.constexpr = K_TILES - 1  # the last step
     src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs)
     for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
@@ -656,7 +671,24 @@ def _tile(
         _issue_loads(AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
         sums = _mma_tile(sums, rings[0].stage(0), x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, LAST_BLOCKS,
                          TWO_PARTIALS, TAIL_ROWS, FAST)  # fmt: skip
-    if OVERLAP:  # fast, parity rings: chunks of OVERLAP_TILES steps, drained at their ends
+    if PAIRS:  # fast, parity rings: tile B's wgmmas run while tile A's partial is promoted; drained per pair
+        for p0 in range(FIRST, K_TILES - 1, 2):
+            cp.wait_group(AHEAD - 1)
+            gl.thread_barrier()  # tile A (p0) has landed; the slot loaded next was last read two tiles ago, drained
+            _issue_loads(p0 + AHEAD - FIRST, rings[(FIRST + AHEAD) % 2].stage((p0 + AHEAD) // 2 % RING), src,
+                         WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # fmt: skip
+            part_a, ref_a = _fast_chain(rings[FIRST % 2].stage(p0 // 2 % RING), sums.part, BLOCK_N)
+            cp.wait_group(AHEAD - 1)
+            gl.thread_barrier()  # tile B (p0 + 1) has landed
+            _issue_loads(p0 + 1 + AHEAD - FIRST, rings[(FIRST + 1 + AHEAD) % 2].stage((p0 + 1 + AHEAD) // 2 % RING),
+                         src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # fmt: skip
+            part_b, ref_b = _fast_chain(rings[(FIRST + 1) % 2].stage((p0 + 1) // 2 % RING), sums.spare, BLOCK_N)
+            part_a = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(part_a,))  # B's in flight
+            acc = _promote(part_a, ref_a[:, None], sums.acc)
+            part_b = warpgroup_mma_wait(num_outstanding=0, deps=(part_b,))
+            acc = _promote(part_b, ref_b[:, None], acc)
+            sums = _Sums(acc, part_a, part_b, sums.acc_tail, sums.part_tail)
+    if CHUNKS:  # fast, parity rings: chunks of OVERLAP_TILES steps, drained at their ends
         for p0 in range(FIRST, FIRST + WHOLE // OVERLAP_TILES * OVERLAP_TILES, OVERLAP_TILES):
             sums = _fast_chunk(sums, rings, src, p0, OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS)
         if WHOLE % OVERLAP_TILES:
@@ -672,7 +704,7 @@ def _tile(
             landed = rings[(r + FIRST) % RINGS].stage(p // RINGS % RING)
             sums = _mma_tile(sums, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, TWO_PARTIALS,
                              TAIL_ROWS, FAST)  # fmt: skip
-    if WHOLE % RINGS and not OVERLAP:  # parity rings and an odd number of whole tiles: the last step
+    if WHOLE % RINGS and not CHUNKS:  # parity rings and an odd number of whole tiles: the last step
         cp.wait_group(AHEAD - 1)
         gl.thread_barrier()
         sums = _mma_tile(sums, rings[LAST % RINGS].stage(LAST // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M, F16,
@@ -777,11 +809,6 @@ def kernel_constexprs(
         "FAST": fast,
         "OVERLAP_TILES": int(config.overlap_tiles),
     }
-
-
-# "fast" becomes the default once it is measured within the numerics budget on every case of both models and faster
-# on each (docs/numerics.md, docs/sm90.md); until then it is asked for by name.
-DEFAULT_PRECISION = "accurate"
 
 
 def prepare_for(w, precision: str | None = None) -> Sm90Weights:

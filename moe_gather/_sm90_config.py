@@ -37,6 +37,10 @@ class Sm90Config:
     overlap_tiles: int = 0
 
     def __post_init__(self):
+        # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
+        least = 2 + bool(self.tail_rows)
+        if self.num_stages < least or (self.split_at and self.large_num_stages < 2):
+            raise ValueError(f"Sm90Config: num_stages needs {least} or more (large_num_stages 2 or more), got {self}")
         if self.parity_rings and (self.num_stages % 2 or self.split_at):
             raise ValueError(f"Sm90Config: parity_rings needs an even num_stages and no split_at, got {self}")
         if self.overlap_tiles not in (0, 2, 4) or (
@@ -90,6 +94,10 @@ FAST_CONFIGS = (
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
     (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2)),
 )
+
+# "fast" becomes the default once it is measured within the numerics budget on every case of both models and faster
+# on each (docs/numerics.md, docs/sm90.md); until then it is asked for by name.
+DEFAULT_PRECISION = "accurate"
 
 FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides fields of every choice (tests, sweeps)
 

@@ -235,6 +235,14 @@ class Gate:
     gpu: str | None  # this run's GPU UUID (None on the CPU tier)
 
 
+def baseline_folder(precision_option: str, device: str | None) -> str:
+    """The baselines folder of --precision ("default": the Hopper kernel's default precision) on `device`."""
+    from ._sm90_config import DEFAULT_PRECISION
+
+    precision = DEFAULT_PRECISION if precision_option == "default" else precision_option
+    return benchmarking.baseline_folder_name(device, precision)
+
+
 def _configure_benchmarks(config, target: GpuTarget):
     """Before pytest-benchmark reads its options: on a GPU tier, store under baselines/<gpu> (<gpu>-fast with
     --precision fast; unless --benchmark-storage is given) and time with a device-synchronizing timer (unless
@@ -247,8 +255,7 @@ def _configure_benchmarks(config, target: GpuTarget):
         folder = Path(config.getoption("baselines_dir") or config.rootpath / "baselines")
         folder = config.rootpath / folder if not folder.is_absolute() else folder
         if config.getoption("benchmark_storage") == "file://./.benchmarks":  # pytest-benchmark's default: not chosen
-            precision = config.getoption("precision")
-            name = benchmarking.baseline_folder_name(target.measured, None if precision == "default" else precision)
+            name = baseline_folder(config.getoption("precision"), target.measured)
             config.option.benchmark_storage = f"file://{folder / name}"
         if config.getoption("benchmark_timer") == "time.perf_counter":
             config.option.benchmark_timer = "moe_gather.benchmarking.cuda_timer"

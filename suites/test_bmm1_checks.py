@@ -151,6 +151,8 @@ def test_a_precision_other_than_the_weights_is_refused_by_name():
     assert _args()["weights"].precision == "accurate"  # Hopper's default (moe_gather._sm90.DEFAULT_PRECISION)
     with pytest.raises(ValueError, match="precision='fast', but the weights were prepared for 'accurate'"):
         _call(precision="fast")
+    with pytest.raises(ValueError, match="precision must be 'accurate', 'fast' or None, got 'exact'"):
+        _call(precision="exact")
     with pytest.raises(ValueError, match="precision must be 'accurate', 'fast' or None"):
         bmm1.prepare_weights(quantize_mxfp4(torch.randn(E, K, N)), capability=(9, 0), precision="exact")
     with pytest.raises(ValueError, match="the sm100 kernel has"):

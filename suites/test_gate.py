@@ -322,8 +322,15 @@ def test_the_committed_baselines_hold_every_nightly_case(folder):
     assert all(0 < seconds < 1 for seconds in baseline.medians.values())
 
 
-def test_each_precision_keeps_its_own_baselines():
+def test_each_precision_keeps_its_own_baselines(monkeypatch):
     """The fast precision's times go to their own folder: judged against the accurate precision's, every case would
-    look faster, and the accurate precision's regressions would hide behind them."""
+    look faster, and the accurate precision's regressions would hide behind them. --precision default is the
+    kernel's default precision's folder, whichever that is."""
+    from moe_gather import _sm90_config
+    from moe_gather.pytest_plugin import baseline_folder
+
     assert baseline_folder_name("NVIDIA H200") == baseline_folder_name("NVIDIA H200", "accurate") == "nvidia-h200"
-    assert baseline_folder_name("NVIDIA H200", "fast") == "nvidia-h200-fast"
+    assert baseline_folder("fast", "NVIDIA H200") == "nvidia-h200-fast"
+    assert baseline_folder("default", "NVIDIA H200") == "nvidia-h200"  # the default is "accurate"
+    monkeypatch.setattr(_sm90_config, "DEFAULT_PRECISION", "fast")
+    assert baseline_folder("default", "NVIDIA H200") == "nvidia-h200-fast"

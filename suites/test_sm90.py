@@ -339,7 +339,7 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
 
 # The fast table's K loops (per two K tiles: every entry pairs them), as compiled: the byte-table fold costs ~11 SASS
 # per 32-bit word, and the promotion is one FFMA per accumulator element per K tile instead of per block.
-FAST_LOOP_SASS_BUDGET = {(32, 4, 0): 357, (32, 8, 0): 359, (64, 8, 16): 392, (128, 8, 0): 471}
+FAST_LOOP_SASS_BUDGET = {(32, 4, 0): 357, (32, 8, 0): 359, (64, 8, 16): 392, (128, 8, 0): 467}
 
 
 @pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)

@@ -171,8 +171,8 @@ def _rows_per_slice(row: dict) -> float:
 
 
 # The config sweeps behind the fast table (tools/sweep_sm90.py --precision fast --cases ... --configs "A;B;C"): each
-# log's configs in the order its lines give them, per case (these logs print no overlap_tiles, and record pairs as
-# overlap_tiles=1, its earlier spelling).
+# log's configs in the order its lines give them, per case (the first four logs print no overlap_tiles: their pairs
+# ran the pair loop that overlap_tiles=2 names; sweep_chunks' twos ran the chunk loop by twos).
 _P = "parity_rings=1,narrow_last_tile=2"
 _O = f"{_P},overlap_tiles=2"
 FAST_SWEEPS = {
@@ -184,7 +184,8 @@ FAST_SWEEPS = {
                       f"block_m=128,num_warps=4,{_O}"],
     "sweep_small.log": [f"block_m=32,num_warps=8,{_P},maxnreg=80", f"block_m=32,num_warps=4,{_P},maxnreg=80",
                         f"block_m=32,num_warps=4,{_O}"],
-    "sweep_chunks.log": [f"block_m=128,num_warps=8,{_O}", f"block_m=128,num_warps=8,{_P},overlap_tiles=4"] * 2,
+    "sweep_chunks.log": [f"block_m=128,num_warps=8,{_P}, chunks of 2", f"block_m=128,num_warps=8,{_P},overlap_tiles=4"]
+    * 2,
 }  # fmt: skip
 SWEEP_LINE = re.compile(r"^\s*(?P<case>\S+) m\d+ .*?:\s+(?P<us>[\d.]+) us", re.M)
 
@@ -197,8 +198,11 @@ def _sweeps() -> list[str]:
     configs = []
     for name, names in FAST_SWEEPS.items():
         by_case: dict[str, list[str]] = {}
-        for m in SWEEP_LINE.finditer((FAST / name).read_text()):
+        text = (FAST / name).read_text()
+        for m in SWEEP_LINE.finditer(text):
             by_case.setdefault(m["case"], []).append(m["us"])
+        if "FAILED" in text or any(len(us) != len(names) for us in by_case.values()):
+            raise ValueError(f"{name}: a config failed or a case lacks one; its columns would not match {names}")
         pad = ["-"] * (width - len(names))
         lines += [f"| `{name}` | {case} | " + " | ".join(us + pad) + " |" for case, us in by_case.items()]
         configs.append(f"- `{name}`: " + "; ".join(f"{i + 1}: `{n}`" for i, n in enumerate(names)))
