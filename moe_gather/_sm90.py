@@ -639,10 +639,10 @@ def _tile(
     CHUNKS: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES == 4 and not TAIL_ROWS
     OVERLAP: gl.constexpr = PAIRS or CHUNKS
     # Steps loaded ahead; with OVERLAP one fewer, so that a load never lands in the slot of a tile still in flight.
-    AHEAD: gl.constexpr = NUM_STAGES - 2 if OVERLAP else NUM_STAGES - 1
+    # With 4 stages that is 2, even: each tile's copies go to the ring of the tile being read, and Triton's barrier
+    # analysis adds a second bar.sync per tile (as without parity rings); from 6 stages one fewer again, odd: one.
+    AHEAD: gl.constexpr = (NUM_STAGES - 2 - (NUM_STAGES >= 6)) if OVERLAP else NUM_STAGES - 1
     gl.static_assert(AHEAD >= 1, "the ring needs a tile loaded ahead (Sm90Config refuses fewer stages)")
-    # With OVERLAP, AHEAD is even: each tile's copies go to the ring of the tile being read, and Triton's barrier
-    # analysis adds a second bar.sync per tile (two per tile, as the loop without parity rings has).
     LAST: gl.constexpr = K_TILES - 1  # the last step
     src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs)
     for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop

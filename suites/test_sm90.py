@@ -357,6 +357,15 @@ def test_fast_loop_promotes_once_per_tile(config, tmp_path):
     assert len(loop) <= FAST_LOOP_SASS_BUDGET[_entry(config)], len(loop)
 
 
+def test_fast_pairs_on_six_stages_load_an_odd_count_ahead_for_one_barrier_a_tile(tmp_path):
+    """overlap_tiles with 4 stages loads 2 tiles ahead, into the ring being read: Triton's barrier analysis then adds a
+    second bar.sync a tile. From 6 stages it loads 3 ahead (odd: the other ring) and keeps one a tile."""
+    for stages, barriers in ((4, 4), (6, 2)):
+        config = _sm90.Sm90Config(128, stages, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2)
+        loop = main_loop_sass(compile_sm90(config, fast=True).asm["cubin"], tmp_path, wgmma=_wgmma(128))
+        assert loop.count("BAR.SYNC.DEFER_BLOCKING") == barriers, (stages, loop.count("BAR.SYNC.DEFER_BLOCKING"))
+
+
 def test_fast_chunks_of_four_tiles_keep_three_of_four_waits_overlapped(tmp_path):
     """overlap_tiles=4 (opt-in): K tiles in chunks of four, each tile's wgmmas in flight while the one before is
     promoted; drained once a chunk (ptxas serializes every wgmma when one is carried across the loop's back edge, so
