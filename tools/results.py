@@ -35,6 +35,7 @@ def _rel(path: Path) -> str:
 # Older data records some fields by their earlier names.
 _RENAMED = {"num_buffers": "num_stages", "large_num_buffers": "large_num_stages", "pairs": "parity_rings",
             "narrow": "narrow_last_tile", "overlap": "two_partials", "extra": "tail_rows"}  # fmt: skip
+_REVALUED = {"overlap_tiles=True": "overlap_tiles=2", "overlap_tiles=0": "overlap_tiles=False"}  # its earlier bool
 _DEFAULTS = {"maxnreg=None", "widest_first=False", "split_at=0", "large_block_m=64", "parity_rings=False",
              "narrow_last_tile=0", "two_partials=False", "large_num_stages=4", "tail_rows=0",
              "overlap_tiles=False"}  # fmt: skip
@@ -44,6 +45,7 @@ def _short_config(config: str) -> str:
     """Sm90Config(...) by its fields' current names, without those at their defaults."""
     fields = config.removeprefix("Sm90Config(").removesuffix(")").split(", ")
     fields = [f"{_RENAMED.get(f.split('=')[0], f.split('=')[0])}={f.split('=', 1)[1]}" for f in fields]
+    fields = [_REVALUED.get(f, f) for f in fields]
     return ", ".join(f for f in fields if f not in _DEFAULTS)
 
 
