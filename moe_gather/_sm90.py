@@ -396,25 +396,13 @@ def _mma_tile(
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
     e_rows: gl.constexpr = gl.SliceLayout(1, acc_e.type.layout)  # the tail's: the same rows per thread, no data moves
     x_tile, xe_tile = stage.x, stage.x_tail
-    blocks = _tile_words(stage, BLOCK_N, words_layout)
-    block0 = blocks[0]
+    blocks = _tile_words(stage, BLOCK_N, words_layout)  # (the fast branch reads its own, in _fast_chain)
     scale_words = stage.s.load(rows_layout)
     if FAST:
         gl.static_assert(not TWO_PARTIALS and not F16, "the fast mode runs one fp8 partial per K tile")
-        sw = stage.s.load(gl.SliceLayout(1, block0.type.layout))  # the scale word of each row a thread converts
-        sw = gl.expand_dims(sw, 1).broadcast_to(block0.shape)
-        ref_rows = (scale_words & 0x7F800000).to(gl.float32, bitcast=True)  # 2 ** (r - 127), r the tile's reference
-        a = _a_operand_folded(block0, sw, 0, BLOCK_N, a_layout)
-        part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
+        part, issued_e, ref_rows = _fast_chain(stage, part, BLOCK_N, BLOCKS, part_e, TAIL_ROWS)
         if TAIL_ROWS:
-            part_e = warpgroup_mma(a, _x_block(xe_tile, 0), part_e, use_acc=False, is_async=True)
-        for j in gl.static_range(1, BLOCKS):
-            a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
-            part = warpgroup_mma(a, _x_block(x_tile, j), part, is_async=True)
-            if TAIL_ROWS:
-                part_e = warpgroup_mma(a, _x_block(xe_tile, j), part_e, is_async=True)
-        if TAIL_ROWS:
-            part, part_e = warpgroup_mma_wait(num_outstanding=0, deps=(part, part_e))
+            part, part_e = warpgroup_mma_wait(num_outstanding=0, deps=(part, issued_e))
             acc_e = _promote(part_e, gl.convert_layout(ref_rows, e_rows)[:, None], acc_e)
         else:
             part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
@@ -434,7 +422,7 @@ def _mma_tile(
             acc = _promote(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
     else:
         # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
-        a = _a_operand(block0, BLOCK_N, a_layout)
+        a = _a_operand(blocks[0], BLOCK_N, a_layout)
         part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
         if TAIL_ROWS:
             part_e = warpgroup_mma(a, _x_block(xe_tile, 0), part_e, use_acc=False, is_async=True)
@@ -475,9 +463,11 @@ def _tile_words(stage: _Buffers, BLOCK_N: gl.constexpr, words_layout: gl.constex
 
 
 @gluon.jit
-def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr):
-    """The fast mode's K tile issued, not waited on: its four blocks folded and their wgmmas chained into `part`.
-    Returns the partial in flight and its rows' reference scales (unused where _ref_scales reads them later)."""
+def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK,
+                part_e=None, TAIL_ROWS: gl.constexpr = 0):  # fmt: skip
+    """The fast mode's K tile issued, not waited on: its first BLOCKS blocks folded and their wgmmas chained into
+    `part` (and, with TAIL_ROWS, on the tail rows' x into `part_e`). Returns the partials in flight and the rows'
+    reference scales (unused where _ref_scales reads them later)."""
     acc_layout: gl.constexpr = part.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
@@ -486,10 +476,16 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr):
     ref_rows = (stage.s.load(gl.SliceLayout(1, acc_layout)) & 0x7F800000).to(gl.float32, bitcast=True)
     a = _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
-    for j in gl.static_range(1, _TILE_K // _MX_BLOCK):
+    if TAIL_ROWS:
+        part_e = warpgroup_mma(a, _x_block(stage.x_tail, 0), part_e, use_acc=False, is_async=True)
+    for j in gl.static_range(1, BLOCKS):
         a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
         part = warpgroup_mma(a, _x_block(stage.x, j), part, is_async=True)
-    return part, ref_rows
+        if TAIL_ROWS:
+            part_e = warpgroup_mma(a, _x_block(stage.x_tail, j), part_e, is_async=True)
+    if not TAIL_ROWS:
+        part_e = part  # no tail rows: nothing issued for them
+    return part, part_e, ref_rows
 
 
 @gluon.jit
@@ -677,12 +673,12 @@ def _tile(
             gl.thread_barrier()  # tile A (p0) has landed; the slot loaded next was last read two tiles ago, drained
             _issue_loads(p0 + AHEAD - FIRST, rings[(FIRST + AHEAD) % 2].stage((p0 + AHEAD) // 2 % RING), src,
                          WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # fmt: skip
-            part_a, ref_a = _fast_chain(rings[FIRST % 2].stage(p0 // 2 % RING), sums.part, BLOCK_N)
+            part_a, _, ref_a = _fast_chain(rings[FIRST % 2].stage(p0 // 2 % RING), sums.part, BLOCK_N)
             cp.wait_group(AHEAD - 1)
             gl.thread_barrier()  # tile B (p0 + 1) has landed
             _issue_loads(p0 + 1 + AHEAD - FIRST, rings[(FIRST + 1 + AHEAD) % 2].stage((p0 + 1 + AHEAD) // 2 % RING),
                          src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # fmt: skip
-            part_b, ref_b = _fast_chain(rings[(FIRST + 1) % 2].stage((p0 + 1) // 2 % RING), sums.spare, BLOCK_N)
+            part_b, _, ref_b = _fast_chain(rings[(FIRST + 1) % 2].stage((p0 + 1) // 2 % RING), sums.spare, BLOCK_N)
             part_a = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(part_a,))  # B's in flight
             acc = _promote(part_a, ref_a[:, None], sums.acc)
             part_b = warpgroup_mma_wait(num_outstanding=0, deps=(part_b,))

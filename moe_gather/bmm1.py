@@ -57,8 +57,7 @@ def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = 
     default (`_sm90.DEFAULT_PRECISION`, "accurate"; were it "fast", weights whose scales do not fold would take
     "accurate"). "fast" needs the scales to fold exactly (each row's nonzero blocks of a 128-wide K tile within 11
     binades of the largest): other weights are a ValueError naming the first row and tile that do not."""
-    if precision is not None and precision not in ("accurate", "fast"):
-        raise ValueError(f"precision must be 'accurate', 'fast' or None, got {precision!r}")
+    _check_precision(precision)
     if not isinstance(weights, MXFP4Weights):
         raise ValueError(f"weights must be MXFP4Weights, got {type(weights).__name__}")
     if capability is None:
@@ -66,6 +65,11 @@ def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = 
             raise ValueError(f"prepare_weights: weights on {weights.device} need a capability, e.g. (9, 0)")
         capability = _capability(weights.device)
     return _kernel(capability).prepare_for(weights, precision)
+
+
+def _check_precision(precision) -> None:
+    if precision not in (None, "accurate", "fast"):
+        raise ValueError(f"precision must be 'accurate', 'fast' or None, got {precision!r}")
 
 
 def _check_tensor(name, t, dtype, ndim):
@@ -115,8 +119,7 @@ def check_arguments(
     batch, k = x.shape
     if not isinstance(weights, tuple(_WEIGHT_TYPES.values())):
         raise ValueError(f"weights must come from prepare_weights, got {type(weights).__name__}")
-    if precision not in (None, "accurate", "fast"):
-        raise ValueError(f"precision must be 'accurate', 'fast' or None, got {precision!r}")
+    _check_precision(precision)
     if precision is not None and precision != weights.precision:
         raise ValueError(
             f"precision={precision!r}, but the weights were prepared for {weights.precision!r}: prepare_weights(...,"

@@ -192,9 +192,10 @@ TOLERANCES = {
 }
 
 
-def kernel_tolerance(precision: str, params: str) -> Tolerance:
-    """The kernel's tolerance at a precision (prepared weights' `.precision`) and parameter set."""
-    return TOLERANCES["kernel" if precision == "accurate" else f"kernel-{precision}", params]
+def kernel_tolerance(precision: str, params: str, path: str = "kernel") -> Tolerance:
+    """The tolerance of a kernel path ("kernel", "saturating") at a precision (prepared weights' `.precision`) and
+    parameter set: TOLERANCES[path, params], or [f"{path}-{precision}", params] for another than "accurate"."""
+    return TOLERANCES[path if precision == "accurate" else f"{path}-{precision}", params]
 
 
 def assert_close(ref: torch.Tensor, out: torch.Tensor, *, maxtol: float, rmstol: float, description: str = ""):

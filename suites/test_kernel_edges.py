@@ -155,8 +155,7 @@ def test_out_scale_that_saturates(params, weights):
     problem = _problem(params, out_scale=torch.full((1,), 1e-3, device="cuda"))
     ref = reference_for(problem).out.float()
     assert (ref.abs() == 448).float().mean() > 0.4  # the case is what it claims (negative gates give ~0 instead)
-    key = "saturating" if weights.precision == "accurate" else f"saturating-{weights.precision}"
-    _check(problem, weights, "saturating out_scale", TOLERANCES[key, "seed"])
+    _check(problem, weights, "saturating out_scale", kernel_tolerance(weights.precision, "seed", "saturating"))
 
 
 def test_empty_local_experts(params, weights):

@@ -131,18 +131,27 @@ def gate() -> str:
 SANITIZE = re.compile(r"== (?P<tool>\w+) (?P<case>\S+)(?: N=(?P<n>\d+))?\n(?P<body>.*?)exit status (?P<rc>\d+)", re.S)
 
 
+def _sanitize_summary(m: re.Match) -> str:
+    """A sanitize.log run's summary line (ERROR or RACECHECK SUMMARY), '-' without one."""
+    summary = re.search(r"(ERROR SUMMARY: .*|RACECHECK SUMMARY: .*)", m["body"])
+    return summary[1] if summary else "-"
+
+
+def _closing(path: Path) -> str:
+    """pytest's closing counts in a log."""
+    return next((m[1] for line in path.read_text().splitlines() if (m := CLOSING.match(line))), "no closing line")
+
+
 def reliability() -> str:
     text = (H200 / "sanitize.log").read_text()
     rows = []
     for m in SANITIZE.finditer(text):
         config = re.search(r"(Sm90Config\([^)]*\))", m["body"])
-        summary = re.search(r"(ERROR SUMMARY: .*|RACECHECK SUMMARY: .*)", m["body"])
         rows.append(
             f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_short_config(config[1]) if config else '-'} | "
-            f"{summary[1] if summary else '-'} | {m['rc']} |"
+            f"{_sanitize_summary(m)} | {m['rc']} |"
         )
-    suite = (H200 / "suite.log").read_text().splitlines()
-    closing = next((m[1] for line in suite if (m := CLOSING.match(line))), "no closing line")
+    closing = _closing(H200 / "suite.log")
     return "\n".join([
         "# Reliability on the NVIDIA H200",
         "",
@@ -253,12 +262,10 @@ def fast() -> str:
         for key, w in sorted(worst.items())
     ]
     sanitize = [
-        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | "
-        f"{s[1] if (s := re.search(r'(ERROR SUMMARY: .*|RACECHECK SUMMARY: .*)', m['body'])) else '-'} | {m['rc']} |"
+        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_sanitize_summary(m)} | {m['rc']} |"
         for m in SANITIZE.finditer((FAST / "sanitize.log").read_text())
     ]
-    suite = (FAST / "suite.log").read_text().splitlines()
-    closing = next((m[1] for line in suite if (m := CLOSING.match(line))), "no closing line")
+    closing = _closing(FAST / "suite.log")
     return "\n".join([
         "# The fast precision on the NVIDIA H200",
         "",
