@@ -92,7 +92,7 @@ FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (40, Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2)),
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
-    (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2)),
+    (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4)),
 )
 
 # "fast" becomes the default once it is measured within the numerics budget on every case of both models and faster

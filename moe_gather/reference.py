@@ -181,6 +181,13 @@ TOLERANCES = {
         max_scaled=13.5,
         max_scaled_over_one=8.7e-5,
     ),
+    # Block scales 11 binades apart within each K tile (the fold's whole window): the fold is exact, but the four
+    # blocks share one fp8 wgmma chain, so the small blocks' products round at the largest block's precision (cuBLAS's
+    # promoted GEMM, with one scale per row, could not hold them at all). Measured on the H200: 99.23% bitwise equal,
+    # 6 ulp, scaled 7, 0.078% over 1; a block folded one binade off moves its products 2x, far past these bounds.
+    ("spread-fast", "seed"): Tolerance(
+        0.125, 4e-3, 0.99, 8, "scales 11 binades apart in one 128-K chain", max_scaled=8, max_scaled_over_one=1e-3
+    ),
     # An out_scale that saturates most outputs (1e-3 against ~4) also multiplies the kernel's absolute error near
     # zero by ~1000: Hopper's fp8 wgmma keeps ~13 bits within a 32-product group, so outputs of |y| << 1 move by many
     # ulps while assert_close, which weighs errors against max(RMS, |ref|), holds (measured 99.894% bitwise equal).

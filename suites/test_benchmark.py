@@ -97,6 +97,8 @@ def test_the_vendor_anchor_computes_the_gemm_it_is_timed_for(gpu):
     rows, offs = vendor_rows(problem.x, problem.routing.gather_indx, problem.routing.ragged.slice_sizes)
     starts = [0, *offs.tolist()[:-1]]
     for e, (start, end) in enumerate(zip(starts, offs.tolist(), strict=True)):
+        if end == start:  # an expert without rows: nothing to compare
+            continue
         w = vendor.e4m3[e].float() * vendor.scale[e][:, None]  # [N, K]
         expected = rows[start:end].float() @ w.t()
         torch.testing.assert_close(out[start:end], expected, rtol=2**-7, atol=2**-7 * float(expected.abs().max()))

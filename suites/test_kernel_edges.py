@@ -68,13 +68,15 @@ def _problem(base_params, batch=1024, routing="uniform", **changes):
 
 def test_fast_fold_across_its_whole_window(params, sm90):
     """The fast precision on weights whose block scales span the fold's whole window in every K tile (each tile's
-    blocks at r, r - 11, r - 5, r - 2): exact in e4m3 by construction, held to the fast tolerance."""
+    blocks at r, r - 11, r - 5, r - 2): folded exactly in e4m3, chained in one wgmma accumulator a tile, held to the
+    tolerance measured for that spread (a block folded a binade off fails it)."""
     w = params.weights
     tile = torch.tensor([127, 127 - _sm90.FAST_WINDOW, 127 - 5, 127 - 2], device="cuda", dtype=torch.uint8)
     scales = tile.repeat(w.scales.shape[-1] // 4 + 1)[: w.scales.shape[-1]].expand_as(w.scales).contiguous()
     spread = ExpertParams(MXFP4Weights(w.codes, scales), params.bias)
     weights = bmm1.prepare_weights(spread.weights, precision="fast")
-    _check(_problem(params, params=spread), weights, "block scales across the fold's window")
+    tolerance = kernel_tolerance("fast", "seed", path="spread")
+    _check(_problem(params, params=spread), weights, "block scales across the fold's window", tolerance)
 
 
 def _unfolded(w, precision):
