@@ -824,6 +824,8 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     config = config or select_config(ragged, w.precision)
     if w.fast and config.two_partials:
         raise ValueError(f"config: the fast precision runs one partial per K tile, got two_partials in {config}")
+    if config.warp_specialized and not w.fast:
+        raise ValueError(f"config: warp_specialized runs the fast precision only, got {w.precision} weights")
     if w.f16:
         config = f16_config(config)
     if w.n % config.block_n:
@@ -835,7 +837,15 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     else:
         schedules = (ragged.schedule(config.block_m, config.tail_rows),)
     for tile, schedule in enumerate(schedules):
-        if schedule.numel():
+        if schedule.numel() and config.warp_specialized:
+            from ._sm90_ws import LAUNCH_OPTIONS, bmm1_sm90_ws_kernel, ws_constexprs  # it builds on this module
+
+            bmm1_sm90_ws_kernel[(schedule.numel() * (w.n // config.block_n),)](
+                x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
+                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
+                **ws_constexprs(config, w.k, w.n), **LAUNCH_OPTIONS,
+            )  # fmt: skip
+        elif schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),

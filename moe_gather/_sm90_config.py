@@ -35,6 +35,9 @@ class Sm90Config:
     # tile's wgmmas running while the previous tile's partial is promoted, the chunk's last drained (loads one tile
     # less ahead, so that none lands in a slot still read).
     overlap_tiles: int = 0
+    # The fast precision on a producer warpgroup (cp.async, mbarriers) and two consumer warpgroups that never wait on
+    # each other, each pairing K tiles on its own 64 weight rows (_sm90_ws): num_warps 8 counts the consumers.
+    warp_specialized: bool = False
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -48,6 +51,12 @@ class Sm90Config:
         ):  # it loads num_stages - 2 tiles ahead
             raise ValueError(
                 f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages or more, got {self}"
+            )
+        others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings, self.overlap_tiles, self.maxnreg)
+        if self.warp_specialized and (self.block_m != 128 or self.num_warps != 8 or any(others)):
+            raise ValueError(
+                "Sm90Config: warp_specialized takes block_m 128, num_warps 8 (its consumers) and none of tail_rows,"
+                f" two_partials, split_at, parity_rings, overlap_tiles, maxnreg (it pairs K tiles), got {self}"
             )
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")

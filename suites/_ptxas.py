@@ -26,9 +26,9 @@ def _sass(cubin: bytes, tmp_path: Path) -> list[tuple[int, str]]:
     return [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
 
 
-def _longest_loop(lines: list[tuple[int, str]], wgmma: set[str] | None = None) -> tuple[int, int]:
-    """First and last address of the longest backward branch's span; with `wgmma`, of the longest whose wgmma
-    instructions are exactly those (e.g. {"QGMMA.64x64x32.F32.E4M3.E4M3"}: the K loop of one tile width)."""
+def _loops(lines: list[tuple[int, str]], wgmma: set[str] | None = None) -> list[tuple[int, int]]:
+    """First and last address of each backward branch's span; with `wgmma`, of those whose wgmma instructions are
+    exactly those (e.g. {"QGMMA.64x64x32.F32.E4M3.E4M3"}: the K loop of one tile width)."""
     spans = [
         (int(target, 16), address)
         for address, text in lines
@@ -41,7 +41,11 @@ def _longest_loop(lines: list[tuple[int, str]], wgmma: set[str] | None = None) -
             for start, end in spans
             if {text.split()[0] for address, text in lines if start <= address <= end and "GMMA." in text} == wgmma
         ]
-    return max(spans, key=lambda span: span[1] - span[0])
+    return spans
+
+
+def _longest_loop(lines: list[tuple[int, str]], wgmma: set[str] | None = None) -> tuple[int, int]:
+    return max(_loops(lines, wgmma), key=lambda span: span[1] - span[0])
 
 
 def _strip(text: str, operands: bool) -> str:
@@ -56,6 +60,16 @@ def main_loop_sass(cubin: bytes, tmp_path: Path, operands: bool = False, wgmma: 
     lines = _sass(cubin, tmp_path)
     start, end = _longest_loop(lines, wgmma)
     return [_strip(text, operands) for address, text in lines if start <= address <= end]
+
+
+def innermost_loops_sass(cubin: bytes, tmp_path: Path, wgmma: set[str], operands: bool = False) -> list[list[str]]:
+    """The instructions of each loop with exactly those wgmmas that holds no other such loop (a warp-specialized
+    kernel's partitions sit in an outer loop of Triton's, which main_loop_sass would take; a branch back from an
+    mbarrier wait's retry block spans a loop too), as main_loop_sass."""
+    lines = _sass(cubin, tmp_path)
+    spans = _loops(lines, wgmma)
+    inner = [(a, b) for a, b in spans if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in spans)]
+    return [[_strip(text, operands) for address, text in lines if a <= address <= b] for a, b in inner]
 
 
 def after_main_loop_sass(cubin: bytes, tmp_path: Path, wgmma: set[str] | None = None) -> list[str]:

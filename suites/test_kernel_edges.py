@@ -245,20 +245,28 @@ OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, split_at=16, large_block_m=64),
     _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=1, tail_rows=32),
     *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
-    # The fast precision's K tiles in chunks of four (the accurate precision runs it as a plain parity-ring loop).
-    _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4),
+    # The fast precision's K tiles in pairs (the accurate precision runs it as a plain parity-ring loop), and its
+    # warp-specialized tile (fast only).
+    _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2),
+    _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True),
 ]
 
 
 @pytest.mark.parametrize("config", OPT_IN_PLANS, ids=str)
 def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
-    """The same slices as the tile-width test, every size class, through each opt-in plan: against the reference."""
+    """The same slices as the tile-width test, every size class, through each opt-in plan: against the reference.
+    The warp-specialized tile runs the table's arithmetic in the same order: its bytes equal the block_m 128 entry's."""
     if weights.fast and config.two_partials:
         pytest.skip("two_partials is the accurate precision's (the fast one refuses it: test_sm90)")
+    if config.warp_specialized and not weights.fast:
+        pytest.skip("warp_specialized runs the fast precision only (others are refused by name: test_sm90)")
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
     out = bmm1.run_problem(problem, weights, config=config)
     tolerance = kernel_tolerance(weights.precision, "seed")
     check_against(reference_for(problem).out, out, tolerance, f"launch plan {config}")
+    if config.warp_specialized:
+        table = bmm1.run_problem(problem, weights, config=_entry(weights, len(ENTRIES) - 1))
+        assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
 @pytest.mark.parametrize("params_set", ["seed", "real"])

@@ -6,11 +6,11 @@ from dataclasses import replace
 import pytest
 import torch
 import triton
-from _ptxas import after_main_loop_sass, main_loop_sass, ptxas_report
+from _ptxas import after_main_loop_sass, innermost_loops_sass, main_loop_sass, ptxas_report
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from moe_gather import _sm90
+from moe_gather import _sm90, _sm90_ws
 from moe_gather.mxfp4 import MXFP4Weights, dequantize_mxfp4
 
 
@@ -429,6 +429,77 @@ def _launch(w, sizes, config):
     ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 4)
     gather = torch.zeros(sum(sizes), dtype=torch.int32)
     _sm90.launch(None, w, None, gather, ragged, None, None, 1.0, 1.0, None, config)
+
+
+WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=True)
+
+
+def compile_sm90_ws(config, k=2880, n=5760):
+    constexprs = _sm90_ws.ws_constexprs(config, k, n)
+    signature = {name: kind for name, kind in SIGNATURE.items() if kind != "constexpr"}
+    signature |= dict.fromkeys(constexprs, "constexpr")
+    src = GluonASTSource(_sm90_ws.bmm1_sm90_ws_kernel, signature, constexprs=constexprs, attrs=ALIGNED)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=_sm90_ws.LAUNCH_OPTIONS)
+
+
+def test_warp_specialized_config_is_the_fast_block_m_128_tile_alone():
+    others = ({"block_m": 64}, {"num_warps": 4}, {"parity_rings": True}, {"overlap_tiles": 2, "parity_rings": True},
+              {"tail_rows": 16}, {"maxnreg": 200})  # fmt: skip
+    for fields in others:
+        with pytest.raises(ValueError, match="warp_specialized takes block_m 128, num_warps 8"):
+            replace(WS_CONFIG, **fields)
+
+
+def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
+    """warp_specialized launches its own kernel: 4 warps at launch (the default partition, consumer 0; the workers
+    add 8), the register cap that lets setmaxnreg hand the producer's registers to the consumers, one program per
+    128 weight rows and schedule entry; accurate weights are refused by name."""
+    ws_launches = []
+
+    class Recorder:
+        def __getitem__(self, grid):
+            return lambda *a, **kw: ws_launches.append((grid, a[7], kw))
+
+    monkeypatch.setattr(_sm90_ws, "bmm1_sm90_ws_kernel", Recorder())
+    w = _sm90.prepare_weights(_random_weights(e=2, n=256, k=64), precision="fast")
+    _launch(w, [900, 700], WS_CONFIG)
+    ((grid, schedule, kwargs),) = ws_launches
+    assert not recorded_launches and grid == (schedule.numel() * 2,)
+    assert (kwargs["num_warps"], kwargs["maxnreg"], kwargs["BLOCK_M"], kwargs["NARROW"]) == (4, 168, 128, 2)
+    accurate = _sm90.prepare_weights(_random_weights(e=2, n=256, k=64), precision="accurate")
+    with pytest.raises(ValueError, match="warp_specialized runs the fast precision only, got accurate weights"):
+        _launch(accurate, [900, 700], WS_CONFIG)
+
+
+def test_warp_specialized_partitions_take_their_registers(tmp_path):
+    """The producer warpgroup runs at PRODUCER_REGS and each consumer at CONSUMER_REGS (setmaxnreg: 40 and 232 of
+    the 168 a thread at launch); the producer's copies arrive on mbarriers; 24 bytes spill (a consumer's loop reloads
+    one word a K tile), within the multiprocessor's shared memory."""
+    kernel = compile_sm90_ws(WS_CONFIG)
+    ptx = kernel.asm["ptx"]
+    assert f"setmaxnreg.dec.sync.aligned.u32 \t{_sm90_ws.PRODUCER_REGS};" in ptx
+    assert f"setmaxnreg.inc.sync.aligned.u32 \t{_sm90_ws.CONSUMER_REGS};" in ptx
+    assert _sm90_ws.CONSUMER_REGS == 232 and "cp.async.mbarrier.arrive.noinc" in ptx
+    report = ptxas_report(ptx, "sm_90a", tmp_path)
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    assert spills and all(int(b) <= 24 for b in spills.groups()), report
+    assert kernel.metadata.shared <= 227 * 1024
+
+
+def test_warp_specialized_consumers_synchronize_on_their_own_warpgroup(tmp_path):
+    """A consumer's loop of the full width (two K tiles): eight fp8 wgmmas, one FFMA per accumulator element a tile,
+    the second tile's wgmmas in flight while the first is promoted (DEPBAR 0x4, then 0x0), each tile's slot waited on
+    and released through mbarriers, and no barrier wider than its own 128 threads."""
+    loops = innermost_loops_sass(compile_sm90_ws(WS_CONFIG).asm["cubin"], tmp_path, _wgmma(128), operands=True)
+    pairs = sorted((loop for loop in loops if sum(t.startswith("QGMMA") for t in loop) == 8), key=len)
+    for instructions in pairs[:2]:  # each consumer's (the others run from an mbarrier wait's retry block)
+        loop = [text.split()[0] for text in instructions]
+        assert loop.count("QGMMA.64x128x32.F32.E4M3.E4M3") == 8 and loop.count("FFMA") == 2 * 64
+        assert [t.split()[-1] for t in instructions if t.startswith("WARPGROUP.DEPBAR.LE")] == ["0x4", "0x0"]
+        assert loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 2 and loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 2
+        barriers = [t for t in instructions if t.startswith("BAR.SYNC")]
+        assert barriers and all(t.endswith("0x80") for t in barriers), barriers
+        assert len(loop) <= 425, len(loop)
 
 
 def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):

@@ -88,7 +88,11 @@ def main():
             row = {"case": name, **asdict(config), "us": us, "bitwise": agreement.bitwise_equal_fraction,
                    "max_ulp": agreement.max_ulp, "max_err": max_err, "rms_err": rms_err}  # fmt: skip
             rows.append(row)
-            flags = [name for name in ("parity_rings", "two_partials", "widest_first") if getattr(config, name)]
+            flags = [
+                name
+                for name in ("parity_rings", "two_partials", "widest_first", "warp_specialized")
+                if getattr(config, name)
+            ]
             flags += [
                 f"{name}={getattr(config, name)}"
                 for name in ("narrow_last_tile", "tail_rows", "overlap_tiles")
