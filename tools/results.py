@@ -175,6 +175,7 @@ FAST_BATCHES = (  # every other batch size of the gpt-oss-120b ladder
     "128,192,256,384,512,768,1024,1536,2048,3072,4096,6144,8192,10240,12288,14336,16384,18432,20480,22528,24576,"
     "26624,28672,30720"
 )
+FAST_DECODE = "1,2,4,8,16,32,64"  # the decode sizes, in a run of their own (*_decode.json)
 
 
 def _rows_per_slice(row: dict) -> float:
@@ -229,8 +230,13 @@ def _sweeps() -> list[str]:
 def fast() -> str:
     """The fast precision beside the accurate one, the peer and the vendor anchor (one process each run)."""
     fast_data = json.loads((FAST / "bench_fast.json").read_text())
-    accurate = {r["case"]: r for r in json.loads((FAST / "bench_accurate.json").read_text())["rows"]}
-    rows = [r for r in fast_data["rows"] if r["tokens"]]
+    decode = json.loads((FAST / "bench_fast_decode.json").read_text())
+    accurate = {
+        r["case"]: r
+        for name in ("bench_accurate.json", "bench_accurate_decode.json")
+        for r in json.loads((FAST / name).read_text())["rows"]
+    }
+    rows = [r for r in decode["rows"] + fast_data["rows"] if r["tokens"]]  # cases with rows on this shard
     over_accurate = [accurate[r["case"]]["us"] / r["us"] for r in rows]
     large = [r for r in rows if _rows_per_slice(r) >= 512]
     small = [r for r in rows if _rows_per_slice(r) <= 16]
@@ -275,7 +281,8 @@ def fast() -> str:
     return "\n".join([
         "# The fast precision on the NVIDIA H200",
         "",
-        f"gpt-oss-120b, {len(rows)} cases (every other ladder batch size, both routings), "
+        f"gpt-oss-120b, {len(rows)} cases (every other ladder batch size from 128 and the decode sizes 1-64 with "
+        "rows on the shard, both routings), "
         f"{fast_data['device']['name']}; ceilings measured in the run: read {ceilings['read_bw'] / 1e12:.2f} TB/s, "
         f"fp8 {ceilings['fp8_flops'] / 1e12:.0f} TFLOP/s.",
         "",
@@ -285,7 +292,8 @@ def fast() -> str:
         f"{_rel(FAST / 'bench_fast.json')}` (the kernel, triton_kernels and the vendor anchor, "
         "`torch._scaled_grouped_mm` with the weights dense fp8, in one process) and `python -m moe_gather bench "
         f"--precision accurate --no-peer --no-vendor --batch-sizes B --json {_rel(FAST / 'bench_accurate.json')}`, "
-        f"B = {FAST_BATCHES}. This page: `python tools/results.py`.",
+        f"B = {FAST_BATCHES}; the same with B = {FAST_DECODE} into `*_decode.json` (its vendor and peer in their own "
+        "process, so the ceilings above are the main run's). This page: `python tools/results.py`.",
         "",
         *table,
         "",
@@ -309,9 +317,10 @@ def fast() -> str:
         "",
         f"The kernel, edge and reliability tests with --precision fast (the fp16-path tests and the weights outside "
         f"the fold's window run the accurate kernel): {closing} (`suite.log`: `pytest "
-        "suites/test_kernel.py suites/test_kernel_edges.py suites/test_reliability.py --gpu hopper --precision fast "
-        "--batch-sizes 1,8,32,128,512,2048,8192,31744`). compute-sanitizer (`sanitize.log`: `PRECISION=fast "
-        "SANITIZE_CASES=... bash tools/sanitize.sh`):",
+        "suites/test_kernel.py suites/test_kernel_edges.py suites/test_reliability.py "
+        "suites/test_benchmark.py::test_the_vendor_anchor_computes_the_gemm_it_is_timed_for --gpu hopper "
+        "--precision fast --batch-sizes 1,32,512,2048,8192,31744`). compute-sanitizer on a case of each table entry "
+        "with each tool (`sanitize.log`: `PRECISION=fast SANITIZE_CASES=... bash tools/sanitize.sh`):",
         "",
         "| tool | case | N | summary | exit |",
         "|---|---|---:|---|---:|",
