@@ -21,6 +21,8 @@ The host side lives beside this module: the weight layout in _sm90_layout, the c
 _sm90_config (both re-exported here); docs/sm90.md has the design.
 """
 
+import functools
+
 import torch
 import triton.language as tl
 from triton.experimental import gluon
@@ -819,6 +821,11 @@ def prepare_for(w, precision: str | None = None) -> Sm90Weights:
         return prepare_weights(w, precision="accurate")
 
 
+@functools.cache
+def _multiprocessors(device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged, w.precision)
@@ -840,9 +847,11 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         if schedule.numel() and config.warp_specialized:
             from ._sm90_ws import LAUNCH_OPTIONS, bmm1_sm90_ws_kernel, ws_constexprs  # it builds on this module
 
-            bmm1_sm90_ws_kernel[(schedule.numel() * (w.n // config.block_n),)](
+            items = schedule.numel() * (w.n // config.block_n)
+            grid = min(items, _multiprocessors(gather_indx.device)) if config.persistent else items
+            bmm1_sm90_ws_kernel[(grid,)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
-                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
+                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), items,
                 **ws_constexprs(config, w.k, w.n), **LAUNCH_OPTIONS,
             )  # fmt: skip
         elif schedule.numel():

@@ -38,6 +38,9 @@ class Sm90Config:
     # The fast precision on a producer warpgroup (cp.async, mbarriers) and two consumer warpgroups that never wait on
     # each other, each pairing K tiles on its own 64 weight rows (_sm90_ws): num_warps 8 counts the consumers.
     warp_specialized: bool = False
+    # With warp_specialized: one program per multiprocessor over the launch's tiles, its ring running on from one
+    # tile to the next (the next tile's first K tiles load while the last one's epilogue runs).
+    persistent: bool = False
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -58,6 +61,8 @@ class Sm90Config:
                 "Sm90Config: warp_specialized takes block_m 128, num_warps 8 (its consumers) and none of tail_rows,"
                 f" two_partials, split_at, parity_rings, overlap_tiles, maxnreg (it pairs K tiles), got {self}"
             )
+        if self.persistent and not self.warp_specialized:
+            raise ValueError(f"Sm90Config: persistent is the warp-specialized tile's, got {self}")
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow_last_tile not in (0, 1, 2):

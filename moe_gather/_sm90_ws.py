@@ -21,7 +21,7 @@ from ._sm90_layout import FAST_SHIFT, TILE_K
 from .mxfp4 import MX_BLOCK
 
 CONSUMER_ROWS = 64  # weight rows per consumer warpgroup (wgmma's m64)
-PRODUCER_REGS = 40  # registers per producer thread (setmaxnreg)
+PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg)
 MAXNREG = 168  # 12 warps at launch: 168 * 12 * 32 <= 65536 registers
 CONSUMER_REGS = (MAXNREG * 12 - PRODUCER_REGS * 4) // 8 // 8 * 8  # each consumer thread's: the rest
 _CONSUMER_ROWS = gl.constexpr(CONSUMER_ROWS)
@@ -37,54 +37,84 @@ def _k_steps(K):
 
 
 @gluon.jit
-def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, expert, pid_n, size, start, m0, entry, x_ring, w_ring, s_ring,
-             full, empty, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):  # fmt: skip
-    """The producer warpgroup: step t's K tile (the partial one first, then tiles 0, 1, ...) into slot t % STAGES
-    once both consumers have released it; each thread's copies arrive on the slot's `full` barrier as they land.
-    Token rows past the slice read nothing (zeros)."""
-    if entry >= 0:
-        K_TILES: gl.constexpr = _k_steps(K)[0]
-        FIRST: gl.constexpr = _k_steps(K)[2]
-        ROWS: gl.constexpr = 2 * _CONSUMER_ROWS
-        ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
-        # 16 bytes a copy, a warp's 32 copies on whole 128-byte row pieces (x: 4 rows, words: 8 rows of 64 bytes)
-        x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [gl.num_warps(), 1], [1, 0])
-        w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
-        s_copy: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
-        offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
-        rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
-        offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
-        x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
-        in_slice = (offs_m < size)[:, None]
-        row0 = expert.to(gl.int64) * N + pid_n * ROWS
-        offs_wn = gl.arange(0, _CONSUMER_ROWS, layout=gl.SliceLayout(1, w_copy))
-        offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
-        # Words [row block, K tile, row, word]: a consumer's 64 rows of one K tile are 4 KB in one piece.
-        w_ptrs = words_ptr + (row0 // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn * (_TILE_K // 8))[:, None]
-        w_ptrs = w_ptrs + offs_wc[None, :]
-        s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * ROWS + gl.arange(0, ROWS, layout=s_copy)
-        W_TILE: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
-        for t in range(K_TILES):
-            slot = t % STAGES
-            mbarrier.wait(empty.index(slot), (t // STAGES) & 1 ^ 1)  # the first round passes
-            tile = t - FIRST + (t < FIRST) * K_TILES  # step 0 takes the partial tile (K_TILES - 1)
-            k0 = tile * _TILE_K
-            cp.async_copy_global_to_shared(x_ring.index(slot), x_ptrs + k0, mask=in_slice & (offs_xk < K - k0)[None, :])
-            for h in gl.static_range(2):
-                cp.async_copy_global_to_shared(
-                    w_ring.index(2 * slot + h), w_ptrs + h * _ROW_BLOCK * ROW_WORDS + tile * W_TILE
-                )
-            cp.async_copy_global_to_shared(s_ring.index(slot), s_ptrs + tile * N)
-            cp.mbarrier_arrive(full.index(slot), increment_count=False)
+def _item(work, item, N: gl.constexpr, BLOCK_M: gl.constexpr):
+    """Work item `item` of the launch: (schedule entry, or -1 past its end; expert; 128-row column block; the tile's
+    first row in the slice; the slice's size and first output row). `work`: (schedule, slice sizes, slice offsets,
+    items)."""
+    GRID_N: gl.constexpr = N // (2 * _CONSUMER_ROWS)
+    entry = gl.load(work[0] + item // GRID_N)  # consecutive items share the token block: x stays in cache
+    valid = gl.maximum(entry, 0)  # (-1 reads as expert 0: the loads stay in bounds, the item is skipped)
+    expert = valid & 0xFFFF
+    return entry, expert, item % GRID_N, (valid >> 16) * BLOCK_M, gl.load(work[1] + expert), gl.load(work[2] + expert)
 
 
 @gluon.jit
-def _consume_width(WG: gl.constexpr, rings, epi, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr,
+def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K: gl.constexpr,
+             N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr):  # fmt: skip
+    """The producer warpgroup, over the program's work items: step t of an item (its partial K tile first, then tiles
+    0, 1, ...) into the ring's next slot once both consumers have released it; each thread's copies arrive on the
+    slot's `full` barrier as they land. Token rows past the slice read nothing (zeros). The ring runs on across
+    items, so the next item's first tiles load while the consumers run the last one's epilogue."""
+    K_TILES: gl.constexpr = _k_steps(K)[0]
+    FIRST: gl.constexpr = _k_steps(K)[2]
+    ROWS: gl.constexpr = 2 * _CONSUMER_ROWS
+    ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
+    W_TILE: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
+    # 16 bytes a copy, a warp's 32 copies on whole 128-byte row pieces (x: 4 rows, words: 8 rows of 64 bytes)
+    x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [gl.num_warps(), 1], [1, 0])
+    w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
+    s_copy: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
+    offs_wn = gl.arange(0, _CONSUMER_ROWS, layout=gl.SliceLayout(1, w_copy))
+    offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
+    step = 0  # K tiles through the ring so far
+    for item in range(gl.program_id(0), work[3], gl.num_programs(0)):
+        entry, expert, pid_n, m0, size, start = _item(work, item, N, BLOCK_M)
+        if entry >= 0:
+            offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
+            rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
+            x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
+            in_slice = (offs_m < size)[:, None]
+            row0 = expert.to(gl.int64) * N + pid_n * ROWS
+            # Words [row block, K tile, row, word]: a consumer's 64 rows of one K tile are 4 KB in one piece.
+            w_ptrs = words_ptr + (row0 // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn * (_TILE_K // 8))[:, None]
+            w_ptrs = w_ptrs + offs_wc[None, :]
+            s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * ROWS + gl.arange(0, ROWS, layout=s_copy)
+            for t in range(K_TILES):
+                slot = (step + t) % STAGES
+                mbarrier.wait(empty.index(slot), (step + t) // STAGES & 1 ^ 1)  # the first round passes
+                tile = t - FIRST + (t < FIRST) * K_TILES  # step 0 takes the partial tile (K_TILES - 1)
+                k0 = tile * _TILE_K
+                in_k = (offs_xk < K - k0)[None, :]
+                cp.async_copy_global_to_shared(x_ring.index(slot), x_ptrs + k0, mask=in_slice & in_k)
+                for h in gl.static_range(2):  # each consumer's 64 rows: a row block of its own
+                    w_half = w_ptrs + (h * _ROW_BLOCK * ROW_WORDS + tile * W_TILE)
+                    cp.async_copy_global_to_shared(w_ring.index(2 * slot + h), w_half)
+                cp.async_copy_global_to_shared(s_ring.index(slot), s_ptrs + tile * N)
+                cp.mbarrier_arrive(full.index(slot), increment_count=False)
+            step += K_TILES
+
+
+@gluon.jit
+def _landed(rings, step, WG: gl.constexpr, W: gl.constexpr, STAGES: gl.constexpr):
+    """Consumer WG's view of the ring slot of `step`, once landed: the first W token rows of x, its 64 rows' words
+    and scale words."""
+    x_ring, w_ring, s_ring, full, _ = rings
+    slot = step % STAGES
+    mbarrier.wait(full.index(slot), step // STAGES & 1)
+    x = x_ring.index(slot)
+    if x.shape[0] > W:
+        x = x.slice(0, W, dim=0)
+    return _Buffers(x, w_ring.index(2 * slot + WG), s_ring.index(slot).slice(WG * _CONSUMER_ROWS, _CONSUMER_ROWS), x)
+
+
+@gluon.jit
+def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr,
                    STAGES: gl.constexpr):  # fmt: skip
-    """Consumer WG's K loop on the tile's first W tokens, K tiles in pairs (the second's wgmmas in flight while the
-    first's partial is promoted), then its epilogue. `rings`: (x, words, scales, full, empty); `epi`: (bias,
-    x_scale, out_scale, out, alpha, limit, expert, pid_n, size, start, m0)."""
-    x_ring, w_ring, s_ring, full, empty = rings
+    """Consumer WG's K loop on an item's first W tokens, its K tiles from ring step `step` on, in pairs (the second's
+    wgmmas in flight while the first's partial is promoted), then its epilogue. `rings`: (x, words, scales, full,
+    empty); `epi`: (bias, x_scale, out_scale, out, alpha, limit, expert, pid_n, size, start, m0)."""
+    empty = rings[4]
     bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, expert, pid_n, size, start, m0 = epi
     K_TILES: gl.constexpr = _k_steps(K)[0]
     LAST_BLOCKS: gl.constexpr = _k_steps(K)[1]
@@ -96,30 +126,24 @@ def _consume_width(WG: gl.constexpr, rings, epi, K: gl.constexpr, N: gl.constexp
     part = gl.zeros((_CONSUMER_ROWS, W), dtype=gl.float32, layout=acc_layout)
     spare = gl.zeros((_CONSUMER_ROWS, W), dtype=gl.float32, layout=acc_layout)
     if FIRST:
-        mbarrier.wait(full.index(0), 0)
-        part, _, ref = _fast_chain(_stage(x_ring, w_ring, s_ring, 0, WG, W), part, _CONSUMER_ROWS, LAST_BLOCKS)
+        part, _, ref = _fast_chain(_landed(rings, step, WG, W, STAGES), part, _CONSUMER_ROWS, LAST_BLOCKS)
         part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-        mbarrier.arrive(empty.index(0), count=1)
+        mbarrier.arrive(empty.index(step % STAGES), count=1)
         acc = _promote(part, ref[:, None], acc)
-    for t in range(FIRST, K_TILES - 1, 2):
-        a = t % STAGES
-        mbarrier.wait(full.index(a), (t // STAGES) & 1)
-        part_a, _, ref_a = _fast_chain(_stage(x_ring, w_ring, s_ring, a, WG, W), part, _CONSUMER_ROWS)
-        b = (t + 1) % STAGES
-        mbarrier.wait(full.index(b), ((t + 1) // STAGES) & 1)
-        part_b, _, ref_b = _fast_chain(_stage(x_ring, w_ring, s_ring, b, WG, W), spare, _CONSUMER_ROWS)
+    for t in range(step + FIRST, step + K_TILES - 1, 2):
+        part_a, _, ref_a = _fast_chain(_landed(rings, t, WG, W, STAGES), part, _CONSUMER_ROWS)
+        part_b, _, ref_b = _fast_chain(_landed(rings, t + 1, WG, W, STAGES), spare, _CONSUMER_ROWS)
         part = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(part_a,))  # b's wgmmas in flight
-        mbarrier.arrive(empty.index(a), count=1)
+        mbarrier.arrive(empty.index(t % STAGES), count=1)
         acc = _promote(part, ref_a[:, None], acc)
         spare = warpgroup_mma_wait(num_outstanding=0, deps=(part_b,))
-        mbarrier.arrive(empty.index(b), count=1)
+        mbarrier.arrive(empty.index((t + 1) % STAGES), count=1)
         acc = _promote(spare, ref_b[:, None], acc)
     if (K_TILES - FIRST) % 2:  # an odd number of whole tiles: the last
-        t = K_TILES - 1
-        mbarrier.wait(full.index(t % STAGES), (t // STAGES) & 1)
-        part, _, ref = _fast_chain(_stage(x_ring, w_ring, s_ring, t % STAGES, WG, W), part, _CONSUMER_ROWS)
+        last = step + K_TILES - 1
+        part, _, ref = _fast_chain(_landed(rings, last, WG, W, STAGES), part, _CONSUMER_ROWS)
         part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-        mbarrier.arrive(empty.index(t % STAGES), count=1)
+        mbarrier.arrive(empty.index(last % STAGES), count=1)
         acc = _promote(part, ref[:, None], acc)
     block = 2 * pid_n + WG  # this warpgroup's 64-row column block
     swiglu_store(
@@ -130,58 +154,47 @@ def _consume_width(WG: gl.constexpr, rings, epi, K: gl.constexpr, N: gl.constexp
 
 
 @gluon.jit
-def _stage(x_ring, w_ring, s_ring, slot, WG: gl.constexpr, W: gl.constexpr):
-    """Consumer WG's view of a ring slot: the first W token rows of x, its 64 rows' words and scale words."""
-    x = x_ring.index(slot)
-    if x.shape[0] > W:
-        x = x.slice(0, W, dim=0)
-    return _Buffers(x, w_ring.index(2 * slot + WG), s_ring.index(slot).slice(WG * _CONSUMER_ROWS, _CONSUMER_ROWS), x)
-
-
-@gluon.jit
-def _consume(WG: gl.constexpr, rings, epi, entry, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
+def _consume(WG: gl.constexpr, rings, out, work, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
              STAGES: gl.constexpr, NARROW: gl.constexpr):  # fmt: skip
-    """Consumer warpgroup WG (0: the default partition, 1: a worker), on the tile's width: a slice's last rows take
-    a half or a quarter of BLOCK_M where they fit (NARROW halvings at most)."""
-    if entry >= 0:
-        rows_left = epi[8] - epi[10]  # size - m0
-        if NARROW >= 2 and rows_left <= BLOCK_M // 4:
-            _consume_width(WG, rings, epi, K, N, BLOCK_M // 4, STAGES)
-        elif NARROW >= 1 and rows_left <= BLOCK_M // 2:
-            _consume_width(WG, rings, epi, K, N, BLOCK_M // 2, STAGES)
-        else:
-            _consume_width(WG, rings, epi, K, N, BLOCK_M, STAGES)
+    """Consumer warpgroup WG (0: the default partition, 1: a worker) over the program's work items, each on its
+    tile's width: a slice's last rows take a half or a quarter of BLOCK_M where they fit (NARROW halvings at most).
+    `out`: (bias, x_scale, out_scale, out, alpha, limit)."""
+    K_TILES: gl.constexpr = _k_steps(K)[0]
+    step = 0  # K tiles through the ring so far
+    for item in range(gl.program_id(0), work[3], gl.num_programs(0)):
+        entry, expert, pid_n, m0, size, start = _item(work, item, N, BLOCK_M)
+        if entry >= 0:
+            epi = (out[0], out[1], out[2], out[3], out[4], out[5], expert, pid_n, size, start, m0)
+            if NARROW >= 2 and size - m0 <= BLOCK_M // 4:
+                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 4, STAGES)
+            elif NARROW >= 1 and size - m0 <= BLOCK_M // 2:
+                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 2, STAGES)
+            else:
+                _consume_width(WG, rings, epi, step, K, N, BLOCK_M, STAGES)
+            step += K_TILES
 
 
 @gluon.jit
-def _consume_0(rings, epi, entry, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+def _consume_0(rings, out, work, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
                NARROW: gl.constexpr):  # fmt: skip
-    _consume(0, rings, epi, entry, K, N, BLOCK_M, STAGES, NARROW)
+    _consume(0, rings, out, work, K, N, BLOCK_M, STAGES, NARROW)
 
 
 @gluon.jit
-def _consume_1(rings, epi, entry, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
+def _consume_1(rings, out, work, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr,
                NARROW: gl.constexpr):  # fmt: skip
-    _consume(1, rings, epi, entry, K, N, BLOCK_M, STAGES, NARROW)
+    _consume(1, rings, out, work, K, N, BLOCK_M, STAGES, NARROW)
 
 
 @gluon.jit
 def bmm1_sm90_ws_kernel(
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr, schedule_ptr, x_scale_ptr,
     out_scale_ptr, out_ptr, alpha, limit,  # as _sm90._bmm1_sm90_kernel's
+    items,  # schedule entries x 128-row column blocks: a program takes items pid, pid + grid, ...
     K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_STAGES: gl.constexpr, NARROW: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
 ):  # fmt: skip
     ROWS: gl.constexpr = 2 * _CONSUMER_ROWS
-    GRID_N: gl.constexpr = N // ROWS
-    pid = gl.program_id(0)
-    entry = gl.load(schedule_ptr + pid // GRID_N)  # -1 past the schedule's end: every partition skips its work
-    pid_n = pid % GRID_N
-    expert = gl.maximum(entry, 0) & 0xFFFF  # (expert 0 there: the loads below stay in bounds)
-    m0 = (entry >> 16) * BLOCK_M
-    size = gl.load(slice_sizes_ptr + expert)
-    start = gl.load(slice_offs_ptr + expert)
-
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, _TILE_K], x_nvmma)
@@ -194,13 +207,14 @@ def bmm1_sm90_ws_kernel(
         mbarrier.init(empty.index(i), count=2)  # each consumer warpgroup
 
     rings = (x_ring, w_ring, s_ring, full, empty)
-    epi = (bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, expert, pid_n, size, start, m0)
+    out = (bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit)
+    work = (schedule_ptr, slice_sizes_ptr, slice_offs_ptr, items)
     gl.warp_specialize(
         [
-            (_consume_0, (rings, epi, entry, K, N, BLOCK_M, NUM_STAGES, NARROW)),
-            (_consume_1, (rings, epi, entry, K, N, BLOCK_M, NUM_STAGES, NARROW)),
-            (_produce, (x_ptr, gather_ptr, words_ptr, scales_ptr, expert, pid_n, size, start, m0, entry, x_ring,
-                        w_ring, s_ring, full, empty, K, N, BLOCK_M, NUM_STAGES)),
+            (_consume_0, (rings, out, work, K, N, BLOCK_M, NUM_STAGES, NARROW)),
+            (_consume_1, (rings, out, work, K, N, BLOCK_M, NUM_STAGES, NARROW)),
+            (_produce, (x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K, N,
+                        BLOCK_M, NUM_STAGES)),
         ],
         [4, 4],
         [CONSUMER_REGS, PRODUCER_REGS],

@@ -249,6 +249,9 @@ OPT_IN_PLANS = [
     # warp-specialized tile (fast only).
     _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2),
     _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True),
+    _sm90.Sm90Config(
+        block_m=128, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, persistent=True
+    ),
 ]
 
 

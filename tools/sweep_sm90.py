@@ -90,7 +90,7 @@ def main():
             rows.append(row)
             flags = [
                 name
-                for name in ("parity_rings", "two_partials", "widest_first", "warp_specialized")
+                for name in ("parity_rings", "two_partials", "widest_first", "warp_specialized", "persistent")
                 if getattr(config, name)
             ]
             flags += [
