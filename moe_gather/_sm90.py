@@ -632,7 +632,7 @@ def _tile(
     LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
     FIRST: gl.constexpr = 1 if LAST_BLOCKS < BLOCKS else 0
     WHOLE: gl.constexpr = K_TILES - FIRST
-    # Fast, parity rings, overlap_tiles: pairs (the table's), or chunks of four (the loop carries no wgmma in flight)
+    # Fast, parity rings, overlap_tiles: pairs, or chunks of four (the table's; the loop carries no wgmma in flight)
     PAIRS: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES == 2 and not TAIL_ROWS
     CHUNKS: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES == 4 and not TAIL_ROWS
     OVERLAP: gl.constexpr = PAIRS or CHUNKS

@@ -56,10 +56,13 @@ class Sm90Config:
                 f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages or more, got {self}"
             )
         others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings, self.overlap_tiles, self.maxnreg)
-        if self.warp_specialized and (self.block_m != 128 or self.num_warps != 8 or any(others)):
+        if self.warp_specialized and (
+            self.block_m != 128 or self.num_warps != 8 or self.num_stages > 7 or any(others)
+        ):  # 8 stages of 24.5 KB and the epilogues' scratch pass the 227 KB of shared memory
             raise ValueError(
-                "Sm90Config: warp_specialized takes block_m 128, num_warps 8 (its consumers) and none of tail_rows,"
-                f" two_partials, split_at, parity_rings, overlap_tiles, maxnreg (it pairs K tiles), got {self}"
+                "Sm90Config: warp_specialized takes block_m 128, num_warps 8 (its consumers), num_stages up to 7"
+                " and none of tail_rows, two_partials, split_at, parity_rings, overlap_tiles, maxnreg (it pairs K"
+                f" tiles), got {self}"
             )
         if self.persistent and not self.warp_specialized:
             raise ValueError(f"Sm90Config: persistent is the warp-specialized tile's, got {self}")

@@ -1,13 +1,14 @@
 """Hopper BMM1, the fast precision warp-specialized (Sm90Config.warp_specialized): one producer warpgroup copies,
 two consumer warpgroups compute, synchronized by mbarriers only.
 
-A program is one (token block, 128 weight rows) tile, as in _sm90. The producer warpgroup (few registers) issues
-every K tile's cp.async (the gathered x rows, the packed words, the scale words) into a ring and has them arrive on
-the slot's `full` barrier once landed (cp.async.mbarrier.arrive). Each consumer warpgroup owns 64 of the weight rows:
-it waits on `full`, folds its words into fp8 and chains the tile's four wgmmas (_sm90._fast_chain), promotes the
-partial once per tile, releases the slot on `empty`, and runs its own epilogue. The two consumers never wait on each
-other, so one's promotion and conversion run while the other's wgmmas hold the tensor cores; their registers hold no
-copy pointers (setmaxnreg gives them the producer's). docs/sm90.md has the design and the measurements.
+A work item is one (token block, 128 weight rows) tile, as a program is in _sm90; a program walks the launch's items
+from its id by the grid's size (one program per multiprocessor with Sm90Config.persistent). The producer warpgroup
+(few registers) issues every K tile's cp.async (the gathered x rows, the packed words, the scale words) into a ring
+and has them arrive on the slot's `full` barrier once landed (cp.async.mbarrier.arrive). Each consumer warpgroup
+owns 64 of the weight rows: it waits on `full`, folds its words into fp8 and chains the tile's four wgmmas
+(_sm90._fast_chain), promotes the partial once per tile, releases the slot on `empty`, and runs its own epilogue.
+The two consumers never wait on each other; their registers hold no copy pointers (setmaxnreg gives them the
+producer's). docs/sm90.md has the design and the measurements.
 """
 
 from triton.experimental import gluon
@@ -89,7 +90,7 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
                 cp.async_copy_global_to_shared(x_ring.index(slot), x_ptrs + k0, mask=in_slice & in_k)
                 for h in gl.static_range(2):  # each consumer's 64 rows: a row block of its own
                     w_half = w_ptrs + (h * _ROW_BLOCK * ROW_WORDS + tile * W_TILE)
-                    cp.async_copy_global_to_shared(w_ring.index(2 * slot + h), w_half)
+                    cp.async_copy_global_to_shared(w_ring[h].index(slot), w_half)
                 cp.async_copy_global_to_shared(s_ring.index(slot), s_ptrs + tile * N)
                 cp.mbarrier_arrive(full.index(slot), increment_count=False)
             step += K_TILES
@@ -105,7 +106,7 @@ def _landed(rings, step, WG: gl.constexpr, W: gl.constexpr, STAGES: gl.constexpr
     x = x_ring.index(slot)
     if x.shape[0] > W:
         x = x.slice(0, W, dim=0)
-    return _Buffers(x, w_ring.index(2 * slot + WG), s_ring.index(slot).slice(WG * _CONSUMER_ROWS, _CONSUMER_ROWS), x)
+    return _Buffers(x, w_ring[WG].index(slot), s_ring.index(slot).slice(WG * _CONSUMER_ROWS, _CONSUMER_ROWS), x)
 
 
 @gluon.jit
@@ -198,7 +199,12 @@ def bmm1_sm90_ws_kernel(
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, _TILE_K], x_nvmma)
-    w_ring = gl.allocate_shared_memory(gl.int32, [2 * NUM_STAGES, _CONSUMER_ROWS, _TILE_K // 8], plain2)
+    w_shape: gl.constexpr = [NUM_STAGES, _CONSUMER_ROWS, _TILE_K // 8]
+    # each consumer's words in a ring of their own: the producer's copies into one do not order those into the other
+    w_ring = (
+        gl.allocate_shared_memory(gl.int32, w_shape, plain2),
+        gl.allocate_shared_memory(gl.int32, w_shape, plain2),
+    )
     s_ring = gl.allocate_shared_memory(gl.int32, [NUM_STAGES, ROWS], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     full = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())

@@ -183,8 +183,8 @@ TOLERANCES = {
     ),
     # Block scales 11 binades apart within each K tile (the fold's whole window): the fold is exact, but the four
     # blocks share one fp8 wgmma chain, so the small blocks' products round at the largest block's precision (cuBLAS's
-    # promoted GEMM, with one scale per row, could not hold them at all). Measured on the H200: 99.23% bitwise equal,
-    # 6 ulp, scaled 7, 0.078% over 1; a block folded one binade off moves its products 2x, far past these bounds.
+    # promoted GEMM, with one scale per row, could not hold them at all). Measured on the H200
+    # (results/h200/fast/spread_window.log): 99.23% bitwise equal, 6 ulp, scaled 7, 0.078% over 1.
     ("spread-fast", "seed"): Tolerance(
         0.125, 4e-3, 0.99, 8, "scales 11 binades apart in one 128-K chain", max_scaled=8, max_scaled_over_one=1e-3
     ),

@@ -444,7 +444,7 @@ def compile_sm90_ws(config, k=2880, n=5760):
 
 def test_warp_specialized_config_is_the_fast_block_m_128_tile_alone():
     others = ({"block_m": 64}, {"num_warps": 4}, {"parity_rings": True}, {"overlap_tiles": 2, "parity_rings": True},
-              {"tail_rows": 16}, {"maxnreg": 200})  # fmt: skip
+              {"tail_rows": 16}, {"maxnreg": 200}, {"num_stages": 8})  # fmt: skip
     for fields in others:
         with pytest.raises(ValueError, match="warp_specialized takes block_m 128, num_warps 8"):
             replace(WS_CONFIG, **fields)
@@ -460,15 +460,17 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
 
     class Recorder:
         def __getitem__(self, grid):
-            return lambda *a, **kw: ws_launches.append((grid, a[7], kw) if a[13] == a[7].numel() * 2 else None)
+            return lambda *a, **kw: ws_launches.append((grid, a[7], a[13], kw))
 
     monkeypatch.setattr(_sm90_ws, "bmm1_sm90_ws_kernel", Recorder())
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     w = _sm90.prepare_weights(_random_weights(e=2, n=256, k=64), precision="fast")
     _launch(w, [900, 700], WS_CONFIG)
     _launch(w, [900, 700], replace(WS_CONFIG, persistent=True))  # one program per multiprocessor (5 here)
-    (grid, schedule, kwargs), (persistent_grid, _, _) = ws_launches
-    assert not recorded_launches and grid == (schedule.numel() * 2,) and persistent_grid == (5,)
+    _launch(w, [60, 0], replace(WS_CONFIG, persistent=True))  # fewer work items than multiprocessors
+    (grid, schedule, items, kwargs), (grid_p, _, items_p, _), (grid_few, few, items_few, _) = ws_launches
+    assert not recorded_launches and items == items_p == schedule.numel() * 2 and grid == (items,)
+    assert grid_p == (5,) and items_few == few.numel() * 2 < 5 and grid_few == (items_few,)
     assert (kwargs["num_warps"], kwargs["maxnreg"], kwargs["BLOCK_M"], kwargs["NARROW"]) == (4, 168, 128, 2)
     accurate = _sm90.prepare_weights(_random_weights(e=2, n=256, k=64), precision="accurate")
     with pytest.raises(ValueError, match="warp_specialized runs the fast precision only, got accurate weights"):
@@ -478,8 +480,8 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
 def test_warp_specialized_partitions_take_their_registers(tmp_path):
     """The producer warpgroup runs at PRODUCER_REGS and each consumer at CONSUMER_REGS (setmaxnreg: 24 and 240 of
     the 168 a thread at launch); the producer's copies arrive on mbarriers. The spills are the producer's (its
-    pointers across work items at 24 registers, 9 instructions a K tile: it waits on the consumers anyway) and the
-    consumers' outside their K loops (test below), within the multiprocessor's shared memory."""
+    pointers across work items at 24 registers, 11 instructions a K tile: it waits on the consumers anyway) and the
+    consumers' outside their K loops (test below); the ring fits the multiprocessor's shared memory."""
     kernel = compile_sm90_ws(WS_CONFIG)
     ptx = kernel.asm["ptx"]
     assert f"setmaxnreg.dec.sync.aligned.u32 \t{_sm90_ws.PRODUCER_REGS};" in ptx
@@ -487,7 +489,7 @@ def test_warp_specialized_partitions_take_their_registers(tmp_path):
     assert _sm90_ws.CONSUMER_REGS == 240 and "cp.async.mbarrier.arrive.noinc" in ptx
     report = ptxas_report(ptx, "sm_90a", tmp_path)
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    assert spills and all(int(b) <= 428 for b in spills.groups()), report
+    assert spills and all(int(b) <= 440 for b in spills.groups()), report
     loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, set())
     producer = [[n for n in loop if n.startswith("LDGSTS")] for loop in loops if "ARRIVES.LDGSTSBAR.64.ARVCNT" in loop]
     assert [len(copies) for copies in producer] == [13]  # a K tile: 8 copies of x, 4 of words, 1 of scales

@@ -137,6 +137,12 @@ def _sanitize_summary(m: re.Match) -> str:
     return summary[1] if summary else "-"
 
 
+def _tile(m: re.Match) -> str:
+    """The table entry a sanitize.log run launched, from its printed config: block_m x warps."""
+    config = re.search(r"block_m=(\d+), num_stages=\d+, num_warps=(\d+)", m["body"])
+    return f"{config[1]} x {config[2]}" if config else "-"
+
+
 def _closing(path: Path) -> str:
     """pytest's closing counts in a log."""
     return next((m[1] for line in path.read_text().splitlines() if (m := CLOSING.match(line))), "no closing line")
@@ -268,13 +274,13 @@ def fast() -> str:
         )
     acc_runs = [json.loads((FAST / f"accuracy_{model}.json").read_text()) for model in ("120b", "20b")]
     acc_rows = [
-        f"| {run['rows'][0]['case'].rsplit('-', 2)[0]} | {key.split('/')[0]} | {key.split('/')[1]} | {w['cases']} | "
+        f"| {run['rows'][0]['model']} | {key.split('/')[0]} | {key.split('/')[1]} | {w['cases']} | "
         f"{w['min_bitwise_equal']:.4%} | {w['max_ulp']:g} | {w['max_scaled']:g} | {w['max_scaled_over_one']:.4%} |"
         for run in acc_runs
         for key, w in sorted(accuracy.summarize(run["rows"]).items())
     ]
     sanitize = [
-        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_sanitize_summary(m)} | {m['rc']} |"
+        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_tile(m)} | {_sanitize_summary(m)} | {m['rc']} |"
         for m in SANITIZE.finditer((FAST / "sanitize.log").read_text())
     ]
     closing = _closing(FAST / "suite.log")
@@ -319,11 +325,13 @@ def fast() -> str:
         f"the fold's window run the accurate kernel): {closing} (`suite.log`: `pytest "
         "suites/test_kernel.py suites/test_kernel_edges.py suites/test_reliability.py "
         "suites/test_benchmark.py::test_the_vendor_anchor_computes_the_gemm_it_is_timed_for --gpu hopper "
-        "--precision fast --batch-sizes 1,32,512,2048,8192,31744`). compute-sanitizer on a case of each table entry "
-        "with each tool (`sanitize.log`: `PRECISION=fast SANITIZE_CASES=... bash tools/sanitize.sh`):",
+        "--precision fast --batch-sizes 1,32,512,2048,8192,31744`). compute-sanitizer (`sanitize.log`: "
+        "`PRECISION=fast SANITIZE_CASES=... bash tools/sanitize.sh`; the runs of the three smaller entries predate "
+        "the block_m 128 entry's chunks of four, and their kernels are unchanged since), with the entry each run "
+        "launched (block_m x warps; a narrowed N changes the routing's draw, so a case can land on the next entry):",
         "",
-        "| tool | case | N | summary | exit |",
-        "|---|---|---:|---|---:|",
+        "| tool | case | N | entry | summary | exit |",
+        "|---|---|---:|---|---|---:|",
         *sanitize,
     ]) + "\n"  # fmt: skip
 
