@@ -38,7 +38,7 @@ _RENAMED = {"num_buffers": "num_stages", "large_num_buffers": "large_num_stages"
 _REVALUED = {"overlap_tiles=True": "overlap_tiles=2", "overlap_tiles=0": "overlap_tiles=False"}  # its earlier bool
 _DEFAULTS = {"maxnreg=None", "widest_first=False", "split_at=0", "large_block_m=64", "parity_rings=False",
              "narrow_last_tile=0", "two_partials=False", "large_num_stages=4", "tail_rows=0",
-             "overlap_tiles=False"}  # fmt: skip
+             "overlap_tiles=False", "warp_specialized=False", "persistent=False"}  # fmt: skip
 
 
 def _short_config(config: str) -> str:
@@ -137,10 +137,10 @@ def _sanitize_summary(m: re.Match) -> str:
     return summary[1] if summary else "-"
 
 
-def _tile(m: re.Match) -> str:
-    """The table entry a sanitize.log run launched, from its printed config: block_m x warps."""
-    config = re.search(r"block_m=(\d+), num_stages=\d+, num_warps=(\d+)", m["body"])
-    return f"{config[1]} x {config[2]}" if config else "-"
+def _run_config(m: re.Match) -> str:
+    """The config a sanitize.log run launched (sanitize_case.py prints it), shortened; '-' without one."""
+    config = re.search(r"(Sm90Config\([^)]*\))", m["body"])
+    return _short_config(config[1]) if config else "-"
 
 
 def _closing(path: Path) -> str:
@@ -152,10 +152,8 @@ def reliability() -> str:
     text = (H200 / "sanitize.log").read_text()
     rows = []
     for m in SANITIZE.finditer(text):
-        config = re.search(r"(Sm90Config\([^)]*\))", m["body"])
         rows.append(
-            f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_short_config(config[1]) if config else '-'} | "
-            f"{_sanitize_summary(m)} | {m['rc']} |"
+            f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
         )
     closing = _closing(H200 / "suite.log")
     return "\n".join([
@@ -280,7 +278,7 @@ def fast() -> str:
         for key, w in sorted(accuracy.summarize(run["rows"]).items())
     ]
     sanitize = [
-        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_tile(m)} | {_sanitize_summary(m)} | {m['rc']} |"
+        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
         for m in SANITIZE.finditer((FAST / "sanitize.log").read_text())
     ]
     closing = _closing(FAST / "suite.log")
@@ -328,9 +326,9 @@ def fast() -> str:
         "--precision fast --batch-sizes 1,32,512,2048,8192,31744`). compute-sanitizer (`sanitize.log`: "
         "`PRECISION=fast SANITIZE_CASES=... bash tools/sanitize.sh`; the runs of the three smaller entries predate "
         "the block_m 128 entry's chunks of four, and their kernels are unchanged since), with the entry each run "
-        "launched (block_m x warps; a narrowed N changes the routing's draw, so a case can land on the next entry):",
+        "launched (a narrowed N changes the routing's draw, so a case can land on the next entry):",
         "",
-        "| tool | case | N | entry | summary | exit |",
+        "| tool | case | N | config | summary | exit |",
         "|---|---|---:|---|---|---:|",
         *sanitize,
     ]) + "\n"  # fmt: skip
