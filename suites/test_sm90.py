@@ -2,6 +2,7 @@
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -429,6 +430,32 @@ def _launch(w, sizes, config):
     ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 4)
     gather = torch.zeros(sum(sizes), dtype=torch.int32)
     _sm90.launch(None, w, None, gather, ragged, None, None, 1.0, 1.0, None, config)
+
+
+@pytest.mark.parametrize(
+    ("cases", "table"), [("sanitize_cases.txt", "CONFIGS"), ("sanitize_cases_fast.txt", "FAST_CONFIGS")]
+)
+def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, table):
+    """tools/sanitize.sh's cases (each drawn on its own model: a narrowed N draws another routing) give each tool a
+    case on every entry of the precision's table, by the rows per local slice that choose it."""
+    from moe_gather.problem import MODELS, Case, local_shard, make_logits
+    from moe_gather.routing import route
+
+    entries = {}
+    lines = (Path(__file__).parents[1] / "tools" / cases).read_text().splitlines()
+    for line in (line for line in lines if line and not line.startswith("#")):
+        tool, routing, batch, *n = line.split()
+        model = MODELS["gpt-oss-120b"]
+        if n:  # as tools/sanitize_case.py narrows it
+            model = replace(model, name=f"{model.name}-n{n[0]}", n=int(n[0]))
+        case = Case(model, routing, int(batch))
+        logits = make_logits(routing, case.batch, model.num_experts, model.top_k, case.routing_seed)
+        rows = route(logits, model.top_k, model.num_shards, local_shard(model)).ragged.local_slice_size
+        entries.setdefault(tool, set()).add(
+            next(i for i, (limit, _) in enumerate(getattr(_sm90, table)) if rows <= limit)
+        )
+    every = set(range(len(getattr(_sm90, table))))
+    assert entries == {tool: every for tool in ("memcheck", "racecheck", "synccheck")}
 
 
 WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=True)

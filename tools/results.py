@@ -143,6 +143,14 @@ def _run_config(m: re.Match) -> str:
     return _short_config(config[1]) if config else "-"
 
 
+def _not_run(log: Path, cases: str) -> str:
+    """The cases of tools/<cases> that `log` has no run of, as a sentence ('' when it has them all)."""
+    ran = {(m["tool"], m["case"], m["n"]) for m in SANITIZE.finditer(log.read_text())}
+    lines = [line.split() for line in (ROOT / "tools" / cases).read_text().splitlines() if line[:1] not in ("", "#")]
+    missing = [" ".join(f) for f in lines if (f[0], f"{f[1]}-bs{f[2]}", f[3] if len(f) > 3 else None) not in ran]
+    return f" Not run yet: {'; '.join(missing)}." if missing else ""
+
+
 def _closing(path: Path) -> str:
     """pytest's closing counts in a log."""
     return next((m[1] for line in path.read_text().splitlines() if (m := CLOSING.match(line))), "no closing line")
@@ -165,8 +173,9 @@ def reliability() -> str:
         "over three runs, batch sizes off the ladder, one row per expert, NaN and Inf inputs through every table "
         "entry.",
         "",
-        "compute-sanitizer on a case of each table entry (`sanitize.log`: `bash tools/sanitize.sh`; N narrowed where "
-        "racecheck would take too long at the full N). This page: `python tools/results.py`.",
+        "compute-sanitizer on a case of each table entry (`sanitize.log`: `bash tools/sanitize.sh`, the cases of "
+        "tools/sanitize_cases.txt; N narrowed where racecheck would take too long at the full N)."
+        f"{_not_run(H200 / 'sanitize.log', 'sanitize_cases.txt')} This page: `python tools/results.py`.",
         "",
         "| tool | case | N | config | summary | exit |",
         "|---|---|---:|---|---|---:|",
@@ -323,10 +332,11 @@ def fast() -> str:
         f"the fold's window run the accurate kernel): {closing} (`suite.log`: `pytest "
         "suites/test_kernel.py suites/test_kernel_edges.py suites/test_reliability.py "
         "suites/test_benchmark.py::test_the_vendor_anchor_computes_the_gemm_it_is_timed_for --gpu hopper "
-        "--precision fast --batch-sizes 1,32,512,2048,8192,31744`). compute-sanitizer (`sanitize.log`: "
-        "`PRECISION=fast SANITIZE_CASES=... bash tools/sanitize.sh`; the runs of the three smaller entries predate "
-        "the block_m 128 entry's chunks of four, and their kernels are unchanged since), with the entry each run "
-        "launched (a narrowed N changes the routing's draw, so a case can land on the next entry):",
+        "--precision fast --batch-sizes 1,32,512,2048,8192,31744`). compute-sanitizer on a case of each table entry "
+        "with each tool (`sanitize.log`: `PRECISION=fast bash tools/sanitize.sh`, the cases of "
+        "tools/sanitize_cases_fast.txt; the runs of the three smaller entries predate the block_m 128 entry's chunks "
+        f"of four, and their kernels are unchanged since), with the config each run launched."
+        f"{_not_run(FAST / 'sanitize.log', 'sanitize_cases_fast.txt')}",
         "",
         "| tool | case | N | config | summary | exit |",
         "|---|---|---:|---|---|---:|",
