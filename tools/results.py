@@ -201,7 +201,7 @@ def _rows_per_slice(row: dict) -> float:
 _P = "parity_rings=1,narrow_last_tile=2"
 _O = f"{_P},overlap_tiles=2"
 _C = f"{_P},overlap_tiles=4"
-_WS = "block_m=128,num_warps=8,narrow_last_tile=2,warp_specialized=1"
+_WS = "block_m=128,num_warps=8,narrow_last_tile=2,warp_specialized=1 (at 40 and 232 registers, one work item a program)"
 FAST_SWEEPS = {
     "sweep_overlap.log": [f"block_m=128,num_warps=8,{_O}", "block_m=128,num_warps=8,narrow_last_tile=2",
                           f"block_m=64,num_warps=8,{_P},tail_rows=16"],
