@@ -74,7 +74,7 @@ __all__ = [
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
 _ROW_BLOCK = tl.constexpr(ROW_BLOCK)
-_FAST_SHIFT = tl.constexpr(FAST_SHIFT)
+_FAST_ACC_SCALE = tl.constexpr(2.0**-FAST_SHIFT)  # the fast tables' 2 ** 6, folded into x_scale
 
 
 # The fp16 path's words: 8 e2m1 codes -> 2 words of e4m3 bytes: selectors, byte permutes through the table, signs.
@@ -166,6 +166,15 @@ def _packed_layout(block_n, num_warps, per_word):
         block_bases=[],
         shape=[block_n, 8, per_word],
     )
+
+
+@gluon.constexpr_function
+def _k_steps(K):
+    """(K tiles, blocks of the tile that K ends inside, 1 if that tile is partial: it runs first, with only those
+    blocks, while the ring fills)."""
+    k_tiles = (K + TILE_K - 1) // TILE_K
+    last_blocks = (K - (k_tiles - 1) * TILE_K + MX_BLOCK - 1) // MX_BLOCK
+    return k_tiles, last_blocks, int(last_blocks < TILE_K // MX_BLOCK)
 
 
 @gluon.jit
@@ -398,8 +407,6 @@ def _mma_tile(
     rows_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)  # per weight row, as the accumulator holds them
     e_rows: gl.constexpr = gl.SliceLayout(1, acc_e.type.layout)  # the tail's: the same rows per thread, no data moves
     x_tile, xe_tile = stage.x, stage.x_tail
-    blocks = _tile_words(stage, BLOCK_N, words_layout)  # (the fast branch reads its own, in _fast_chain)
-    scale_words = stage.s.load(rows_layout)
     if FAST:
         gl.static_assert(not TWO_PARTIALS and not F16, "the fast mode runs one fp8 partial per K tile")
         part, issued_e, ref_rows = _fast_chain(stage, part, BLOCK_N, BLOCKS, part_e, TAIL_ROWS)
@@ -410,6 +417,8 @@ def _mma_tile(
             part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
         acc = _promote(part, ref_rows[:, None], acc)
     elif F16:
+        blocks = _tile_words(stage, BLOCK_N, words_layout)
+        scale_words = stage.s.load(rows_layout)
         _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
         fence_async_shared()
         gl.thread_barrier()
@@ -423,6 +432,8 @@ def _mma_tile(
             part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
             acc = _promote(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
     else:
+        blocks = _tile_words(stage, BLOCK_N, words_layout)
+        scale_words = stage.s.load(rows_layout)
         # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
         a = _a_operand(blocks[0], BLOCK_N, a_layout)
         part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
@@ -475,7 +486,7 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constex
     blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
     sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
     sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
-    ref_rows = (stage.s.load(gl.SliceLayout(1, acc_layout)) & 0x7F800000).to(gl.float32, bitcast=True)
+    ref_rows = _ref_scales(stage, acc_layout)
     a = _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
     if TAIL_ROWS:
@@ -492,10 +503,10 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constex
 
 @gluon.jit
 def _ref_scales(stage: _Buffers, acc_layout: gl.constexpr):
-    """[rows, 1] 2 ** (r - 127) of a landed tile's fast scale words, r each row's reference exponent (the words stay
-    in shared memory until the tile's promotion: fewer registers held across the next tile's wgmmas)."""
+    """[rows] 2 ** (r - 127) of a landed tile's fast scale words, r each row's reference exponent (read again at the
+    tile's promotion where the words can stay in shared memory: fewer registers held across the next tile's wgmmas)."""
     words = stage.s.load(gl.SliceLayout(1, acc_layout))
-    return gl.expand_dims((words & 0x7F800000).to(gl.float32, bitcast=True), 1)
+    return (words & 0x7F800000).to(gl.float32, bitcast=True)
 
 
 @gluon.jit
@@ -519,19 +530,19 @@ def _fast_chunk(sums: _Sums, rings, src: _Sources, p0, STEPS: gl.constexpr, FIRS
             if r > 0:  # the previous step's partial, while this step's wgmmas run
                 odd = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(odd_flight,))
                 before = rings[(FIRST + r - 1) % 2].stage((p0 + r - 1) // 2 % RING)
-                acc = _promote(odd, _ref_scales(before, acc_layout), acc)
+                acc = _promote(odd, _ref_scales(before, acc_layout)[:, None], acc)
         else:
             odd_flight = _fast_chain(landed, odd, BLOCK_N)[0]
             even = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(even_flight,))
             before = rings[(FIRST + r - 1) % 2].stage((p0 + r - 1) // 2 % RING)
-            acc = _promote(even, _ref_scales(before, acc_layout), acc)
+            acc = _promote(even, _ref_scales(before, acc_layout)[:, None], acc)
     last = rings[(FIRST + STEPS - 1) % 2].stage((p0 + STEPS - 1) // 2 % RING)
     if STEPS % 2:
         even = warpgroup_mma_wait(num_outstanding=0, deps=(even_flight,))
-        acc = _promote(even, _ref_scales(last, acc_layout), acc)
+        acc = _promote(even, _ref_scales(last, acc_layout)[:, None], acc)
     else:
         odd = warpgroup_mma_wait(num_outstanding=0, deps=(odd_flight,))
-        acc = _promote(odd, _ref_scales(last, acc_layout), acc)
+        acc = _promote(odd, _ref_scales(last, acc_layout)[:, None], acc)
     return _Sums(acc, even, odd, sums.acc_tail, sums.part_tail)
 
 
@@ -583,7 +594,7 @@ def _tile(
     alpha, limit, expert, pid_n, size, start = call.alpha, call.limit, call.expert, call.pid_n, call.size, call.start
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
-    K_TILES: gl.constexpr = (K + _TILE_K - 1) // _TILE_K
+    K_TILES: gl.constexpr = _k_steps(K)[0]
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
 
     MMA_K: gl.constexpr = 16 if F16 else 32
@@ -629,8 +640,8 @@ def _tile(
     # the loop runs whole tiles. Step p (tile p - FIRST, or the last tile at step 0) lives in ring p % RINGS, slot
     # p // RINGS % RING.
     BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
-    LAST_BLOCKS: gl.constexpr = (K - (K_TILES - 1) * _TILE_K + _MX_BLOCK - 1) // _MX_BLOCK
-    FIRST: gl.constexpr = 1 if LAST_BLOCKS < BLOCKS else 0
+    LAST_BLOCKS: gl.constexpr = _k_steps(K)[1]
+    FIRST: gl.constexpr = _k_steps(K)[2]
     WHOLE: gl.constexpr = K_TILES - FIRST
     # Fast, parity rings, overlap_tiles: pairs, or chunks of four (the table's; the loop carries no wgmma in flight)
     PAIRS: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES == 2 and not TAIL_ROWS
@@ -710,7 +721,7 @@ def _tile(
     cp.wait_group(0)
 
     acc = sums.acc
-    ACC_SCALE: gl.constexpr = 2.0**-_FAST_SHIFT if FAST else 1.0  # the fast tables' 2 ** 6, folded into x_scale
+    ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0
     ACC_TIMES: gl.constexpr = 64.0 if not F16 and not FAST else 1.0  # the bit-spread encoding's 2 ** -6 (exact)
     if ACC_TIMES != 1.0:
         acc = acc * ACC_TIMES

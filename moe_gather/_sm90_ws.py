@@ -17,24 +17,22 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma_wait
 
 from ._epilogue import swiglu_store
-from ._sm90 import _MX_BLOCK, _ROW_BLOCK, _TILE_K, _Buffers, _fast_chain, _narrowing, _promote
-from ._sm90_layout import FAST_SHIFT, TILE_K
-from .mxfp4 import MX_BLOCK
+from ._sm90 import (
+    _FAST_ACC_SCALE,
+    _MX_BLOCK,
+    _ROW_BLOCK,
+    _TILE_K,
+    _Buffers,
+    _fast_chain,
+    _k_steps,
+    _narrowing,
+    _promote,
+    _x_rows,
+)
 
-CONSUMER_ROWS = 64  # weight rows per consumer warpgroup (wgmma's m64)
 PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg)
 MAXNREG = 168  # 12 warps at launch: 168 * 12 * 32 <= 65536 registers
 CONSUMER_REGS = (MAXNREG * 12 - PRODUCER_REGS * 4) // 8 // 8 * 8  # each consumer thread's: the rest
-_CONSUMER_ROWS = gl.constexpr(CONSUMER_ROWS)
-_ACC_SCALE = gl.constexpr(2.0**-FAST_SHIFT)  # the fast tables' 2 ** 6, folded into x_scale
-
-
-@gluon.constexpr_function
-def _k_steps(K):
-    """(K tiles, blocks of the tile that K ends inside, 1 if that tile is partial and goes first)."""
-    k_tiles = (K + TILE_K - 1) // TILE_K
-    last_blocks = (K - (k_tiles - 1) * TILE_K + MX_BLOCK - 1) // MX_BLOCK
-    return k_tiles, last_blocks, int(last_blocks < TILE_K // MX_BLOCK)
 
 
 @gluon.jit
@@ -42,7 +40,7 @@ def _item(work, item, N: gl.constexpr, BLOCK_M: gl.constexpr):
     """Work item `item` of the launch: (schedule entry, or -1 past its end; expert; 128-row column block; the tile's
     first row in the slice; the slice's size and first output row). `work`: (schedule, slice sizes, slice offsets,
     items)."""
-    GRID_N: gl.constexpr = N // (2 * _CONSUMER_ROWS)
+    GRID_N: gl.constexpr = N // (2 * _ROW_BLOCK)
     entry = gl.load(work[0] + item // GRID_N)  # consecutive items share the token block: x stays in cache
     valid = gl.maximum(entry, 0)  # (-1 reads as expert 0: the loads stay in bounds, the item is skipped)
     expert = valid & 0xFFFF
@@ -58,7 +56,7 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
     items, so the next item's first tiles load while the consumers run the last one's epilogue."""
     K_TILES: gl.constexpr = _k_steps(K)[0]
     FIRST: gl.constexpr = _k_steps(K)[2]
-    ROWS: gl.constexpr = 2 * _CONSUMER_ROWS
+    ROWS: gl.constexpr = 2 * _ROW_BLOCK
     ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
     W_TILE: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
     # 16 bytes a copy, a warp's 32 copies on whole 128-byte row pieces (x: 4 rows, words: 8 rows of 64 bytes)
@@ -66,16 +64,14 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
     w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
     offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
-    offs_wn = gl.arange(0, _CONSUMER_ROWS, layout=gl.SliceLayout(1, w_copy))
+    offs_wn = gl.arange(0, _ROW_BLOCK, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
     step = 0  # K tiles through the ring so far
     for item in range(gl.program_id(0), work[3], gl.num_programs(0)):
         entry, expert, pid_n, m0, size, start = _item(work, item, N, BLOCK_M)
         if entry >= 0:
-            offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy))
-            rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
-            x_ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
-            in_slice = (offs_m < size)[:, None]
+            x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K)
+            in_slice = (m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy)) < size)[:, None]
             row0 = expert.to(gl.int64) * N + pid_n * ROWS
             # Words [row block, K tile, row, word]: a consumer's 64 rows of one K tile are 4 KB in one piece.
             w_ptrs = words_ptr + (row0 // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn * (_TILE_K // 8))[:, None]
@@ -106,7 +102,7 @@ def _landed(rings, step, WG: gl.constexpr, W: gl.constexpr, STAGES: gl.constexpr
     x = x_ring.index(slot)
     if x.shape[0] > W:
         x = x.slice(0, W, dim=0)
-    return _Buffers(x, w_ring[WG].index(slot), s_ring.index(slot).slice(WG * _CONSUMER_ROWS, _CONSUMER_ROWS), x)
+    return _Buffers(x, w_ring[WG].index(slot), s_ring.index(slot).slice(WG * _ROW_BLOCK, _ROW_BLOCK), x)
 
 
 @gluon.jit
@@ -123,17 +119,17 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, W, 32]
     )
-    acc = gl.zeros((_CONSUMER_ROWS, W), dtype=gl.float32, layout=acc_layout)
-    part = gl.zeros((_CONSUMER_ROWS, W), dtype=gl.float32, layout=acc_layout)
-    spare = gl.zeros((_CONSUMER_ROWS, W), dtype=gl.float32, layout=acc_layout)
+    acc = gl.zeros((_ROW_BLOCK, W), dtype=gl.float32, layout=acc_layout)
+    part = gl.zeros((_ROW_BLOCK, W), dtype=gl.float32, layout=acc_layout)
+    spare = gl.zeros((_ROW_BLOCK, W), dtype=gl.float32, layout=acc_layout)
     if FIRST:
-        part, _, ref = _fast_chain(_landed(rings, step, WG, W, STAGES), part, _CONSUMER_ROWS, LAST_BLOCKS)
+        part, _, ref = _fast_chain(_landed(rings, step, WG, W, STAGES), part, _ROW_BLOCK, LAST_BLOCKS)
         part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
         mbarrier.arrive(empty.index(step % STAGES), count=1)
         acc = _promote(part, ref[:, None], acc)
     for t in range(step + FIRST, step + K_TILES - 1, 2):
-        part_a, _, ref_a = _fast_chain(_landed(rings, t, WG, W, STAGES), part, _CONSUMER_ROWS)
-        part_b, _, ref_b = _fast_chain(_landed(rings, t + 1, WG, W, STAGES), spare, _CONSUMER_ROWS)
+        part_a, _, ref_a = _fast_chain(_landed(rings, t, WG, W, STAGES), part, _ROW_BLOCK)
+        part_b, _, ref_b = _fast_chain(_landed(rings, t + 1, WG, W, STAGES), spare, _ROW_BLOCK)
         part = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(part_a,))  # b's wgmmas in flight
         mbarrier.arrive(empty.index(t % STAGES), count=1)
         acc = _promote(part, ref_a[:, None], acc)
@@ -142,15 +138,16 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
         acc = _promote(spare, ref_b[:, None], acc)
     if (K_TILES - FIRST) % 2:  # an odd number of whole tiles: the last
         last = step + K_TILES - 1
-        part, _, ref = _fast_chain(_landed(rings, last, WG, W, STAGES), part, _CONSUMER_ROWS)
+        part, _, ref = _fast_chain(_landed(rings, last, WG, W, STAGES), part, _ROW_BLOCK)
         part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
         mbarrier.arrive(empty.index(last % STAGES), count=1)
         acc = _promote(part, ref[:, None], acc)
     block = 2 * pid_n + WG  # this warpgroup's 64-row column block
+    row0 = expert.to(gl.int64) * N + block * _ROW_BLOCK
     swiglu_store(
-        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, expert.to(gl.int64) * N + block * 64, m0,
-        block, start, size, N, W, _CONSUMER_ROWS, VEC=16 if W >= 128 else 2, NAN_MIN_MAX=W >= 128,
-        ACC_SCALE=_ACC_SCALE,
+        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0,
+        block, start, size, N, W, _ROW_BLOCK, VEC=16 if W >= 128 else 2, NAN_MIN_MAX=W >= 128,
+        ACC_SCALE=_FAST_ACC_SCALE,
     )  # fmt: skip
 
 
@@ -195,11 +192,11 @@ def bmm1_sm90_ws_kernel(
     K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_STAGES: gl.constexpr, NARROW: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
 ):  # fmt: skip
-    ROWS: gl.constexpr = 2 * _CONSUMER_ROWS
+    ROWS: gl.constexpr = 2 * _ROW_BLOCK
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, _TILE_K], x_nvmma)
-    w_shape: gl.constexpr = [NUM_STAGES, _CONSUMER_ROWS, _TILE_K // 8]
+    w_shape: gl.constexpr = [NUM_STAGES, _ROW_BLOCK, _TILE_K // 8]
     # each consumer's words in a ring of their own: the producer's copies into one do not order those into the other
     w_ring = (
         gl.allocate_shared_memory(gl.int32, w_shape, plain2),
