@@ -152,12 +152,14 @@ def run(models, routings, params, batches, rows: list, with_peer: bool = True, l
     with_peer = with_peer and peer.available()
     for model in models:
         expert_params = make_expert_params(MODELS[model], "cuda")
-        kernel_weights = {"accurate": bmm1.prepare_weights(expert_params.weights, precision="accurate")}
-        if torch.cuda.get_device_capability()[0] == 9:  # the fast precision: Hopper's, where the scales fold
-            try:
-                kernel_weights["fast"] = bmm1.prepare_weights(expert_params.weights, precision="fast")
+        kernel_weights = {}
+        for precision in bmm1.supported_precisions(torch.cuda.get_device_capability()):
+            try:  # "accurate" takes any weights; another may refuse them (the fast one: scales that do not fold)
+                kernel_weights[precision] = bmm1.prepare_weights(expert_params.weights, precision=precision)
             except ValueError as e:
-                log(f"{model}: no kernel_fast: {e}", flush=True)
+                if precision == "accurate":
+                    raise
+                log(f"{model}: no kernel_{precision}: {e}", flush=True)
         dense = DenseWeights(expert_params.weights)
         for case in cases((model,), routings, batches, params, decode=batches is None):
             rows.append(measure(make_problem(case, "cuda", expert_params), kernel_weights, with_peer, dense))

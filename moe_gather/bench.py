@@ -209,7 +209,7 @@ def main(argv=None):
     parser.add_argument("--no-peer", action="store_true", help="leave the peer out")
     parser.add_argument("--no-vendor", action="store_true", help="leave the vendor anchor out")
     parser.add_argument(
-        "--precision", choices=("accurate", "fast"), default=None, help="the kernel's (default: prepare_weights')"
+        "--precision", choices=bmm1.PRECISIONS, default=None, help="the kernel's (default: prepare_weights')"
     )
     args = parser.parse_args(argv)
     routings = ROUTINGS if args.routing == "all" else (args.routing,)

@@ -24,10 +24,16 @@ from .routing import DEBUG_ENV, RaggedMetadata  # DEBUG_ENV "1": also check what
 _KERNELS = {9: _sm90, 10: _sm100}  # compute capability major -> kernel module (10: compiled, never run here)
 _WEIGHT_TYPES = {9: _sm90.Sm90Weights, 10: _sm100.Sm100Weights}
 _CONFIG_TYPES = {9: _sm90.Sm90Config, 10: _sm100.Sm100Config}
+PRECISIONS = tuple(dict.fromkeys(p for kernel in _KERNELS.values() for p in kernel.PRECISIONS))  # any kernel's
 
 
 def has_kernel(capability: tuple[int, int] | None) -> bool:
     return capability is not None and capability[0] in _KERNELS
+
+
+def supported_precisions(capability: tuple[int, int]) -> tuple[str, ...]:
+    """The precisions the kernel for `capability` has."""
+    return _kernel(capability).PRECISIONS
 
 
 def _capability(device: torch.device) -> tuple[int, int]:
@@ -68,8 +74,9 @@ def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = 
 
 
 def _check_precision(precision) -> None:
-    if precision not in (None, "accurate", "fast"):
-        raise ValueError(f"precision must be 'accurate', 'fast' or None, got {precision!r}")
+    if precision is not None and precision not in PRECISIONS:
+        names = ", ".join(repr(p) for p in PRECISIONS)
+        raise ValueError(f"precision must be {names} or None, got {precision!r}")
 
 
 def _check_tensor(name, t, dtype, ndim):

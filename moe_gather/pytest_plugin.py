@@ -169,7 +169,7 @@ def pytest_addoption(parser):
     group.addoption("--batch-sizes", default=None, help="comma-separated batch sizes (default: the ladder)")
     group.addoption(
         "--precision",
-        choices=("default", "accurate", "fast"),
+        choices=("default", "accurate", "fast"),  # bmm1.PRECISIONS (the plugin loads no kernel module)
         default="default",
         help="the kernel's precision (default: prepare_weights' own choice)",
     )

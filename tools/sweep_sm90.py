@@ -52,7 +52,7 @@ def main():
     parser.add_argument("--split", action="store_true", help="the table's choice against the split_at variants")
     parser.add_argument("--block-m", default="8,16,32,64,128", help="token-tile sizes to sweep (without --split)")
     parser.add_argument("--configs", default=None, help="';'-separated: fields over m32, 4 stages, 4 warps")
-    parser.add_argument("--precision", choices=("accurate", "fast"), default=None, help="default: prepare_weights'")
+    parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
     args = parser.parse_args()
     model = MODELS[args.model]
     params = make_expert_params(model, "cuda")
