@@ -42,6 +42,7 @@ from ._sm90_config import (
     F16_MAX_BLOCK_M,
     FAST_CONFIGS,
     FORCE_ENV,
+    TABLES,
     Sm90Config,
     f16_config,
     select_config,
@@ -67,7 +68,7 @@ from .mxfp4 import MX_BLOCK
 
 __all__ = [
     "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_TABLE_HI", "FAST_TABLE_LO",
-    "FAST_WINDOW", "FORCE_ENV", "PRECISIONS",
+    "FAST_WINDOW", "FORCE_ENV", "PRECISIONS", "TABLES",
     "FoldError", "Sm90Config", "Sm90Weights", "emulate_dequant",
     "f16_config", "launch", "prepare_for", "prepare_weights", "row_major_words", "select_config",
 ]  # fmt: skip

@@ -112,6 +112,8 @@ FAST_CONFIGS = (
     (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4)),
 )
 
+TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS}  # each precision's table
+
 # "fast" becomes the default once it is measured within the numerics budget on every case of both models and faster
 # on each (docs/numerics.md, docs/sm90.md); until then it is asked for by name.
 DEFAULT_PRECISION = "accurate"
@@ -122,8 +124,7 @@ FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides 
 def select_config(ragged, precision: str = "accurate") -> Sm90Config:
     """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size) at `precision`
     ("accurate" or "fast")."""
-    table = FAST_CONFIGS if precision == "fast" else CONFIGS
-    return choose(table, ragged.local_slice_size, FORCE_ENV, f"sm90 {precision}")
+    return choose(TABLES[precision], ragged.local_slice_size, FORCE_ENV, f"sm90 {precision}")
 
 
 def f16_config(config: Sm90Config) -> Sm90Config:

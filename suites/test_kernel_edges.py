@@ -50,7 +50,7 @@ ENTRIES = range(len(_sm90.CONFIGS))  # table entries by index: the table is the 
 
 
 def _entry(weights, i):
-    return (_sm90.FAST_CONFIGS if weights.precision == "fast" else _sm90.CONFIGS)[i][1]
+    return _sm90.TABLES[weights.precision][i][1]
 
 
 def _check(problem, weights, description, tolerance=None):

@@ -433,9 +433,9 @@ def _launch(w, sizes, config):
 
 
 @pytest.mark.parametrize(
-    ("cases", "table"), [("sanitize_cases.txt", "CONFIGS"), ("sanitize_cases_fast.txt", "FAST_CONFIGS")]
+    ("cases", "precision"), [("sanitize_cases.txt", "accurate"), ("sanitize_cases_fast.txt", "fast")]
 )
-def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, table):
+def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision):
     """tools/sanitize.sh's cases (each drawn on its own model: a narrowed N draws another routing) give each tool a
     case on every entry of the precision's table, by the rows per local slice that choose it."""
     from moe_gather.problem import MODELS, Case, local_shard, make_logits
@@ -452,9 +452,9 @@ def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, table):
         logits = make_logits(routing, case.batch, model.num_experts, model.top_k, case.routing_seed)
         rows = route(logits, model.top_k, model.num_shards, local_shard(model)).ragged.local_slice_size
         entries.setdefault(tool, set()).add(
-            next(i for i, (limit, _) in enumerate(getattr(_sm90, table)) if rows <= limit)
+            next(i for i, (limit, _) in enumerate(_sm90.TABLES[precision]) if rows <= limit)
         )
-    every = set(range(len(getattr(_sm90, table))))
+    every = set(range(len(_sm90.TABLES[precision])))
     assert entries == {tool: every for tool in ("memcheck", "racecheck", "synccheck")}
 
 
