@@ -9,6 +9,7 @@ reliability.md (sanitize.log, suite.log), gate.md (gate/*.log), fast.md (fast/).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -22,6 +23,8 @@ BASELINES = ROOT / "baselines" / "nvidia-h200" / "Linux-CPython-3.12-64bit"
 sys.path.insert(0, str(ROOT))
 
 from moe_gather import accuracy  # noqa: E402
+from moe_gather._sm90_config import Sm90Config  # noqa: E402
+from moe_gather.bench import summarize  # noqa: E402
 from moe_gather.problem import MODELS  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -35,10 +38,8 @@ def _rel(path: Path) -> str:
 # Older data records some fields by their earlier names.
 _RENAMED = {"num_buffers": "num_stages", "large_num_buffers": "large_num_stages", "pairs": "parity_rings",
             "narrow": "narrow_last_tile", "overlap": "two_partials", "extra": "tail_rows"}  # fmt: skip
-_REVALUED = {"overlap_tiles=True": "overlap_tiles=2", "overlap_tiles=0": "overlap_tiles=False"}  # its earlier bool
-_DEFAULTS = {"maxnreg=None", "widest_first=False", "split_at=0", "large_block_m=64", "parity_rings=False",
-             "narrow_last_tile=0", "two_partials=False", "large_num_stages=4", "tail_rows=0",
-             "overlap_tiles=False", "warp_specialized=False", "persistent=False"}  # fmt: skip
+_REVALUED = {"overlap_tiles=True": "overlap_tiles=2", "overlap_tiles=False": "overlap_tiles=0"}  # its earlier bool
+_DEFAULTS = {f"{f.name}={f.default}" for f in dataclasses.fields(Sm90Config) if f.default is not dataclasses.MISSING}
 
 
 def _short_config(config: str) -> str:
@@ -56,17 +57,15 @@ def speed() -> str:
     for path in files:
         data = json.loads(path.read_text())
         rows = [b["extra_info"] for b in data["benchmarks"]]
-        first = rows[0]
-        roof = geometric_mean([r["pct_roof"] for r in rows])
-        speedups = [r["speedup"] for r in rows if "speedup" in r]
+        first, s = rows[0], summarize(rows)
         peer = (
-            f"{geometric_mean(speedups):.2f}x the peer in geometric mean (min {min(speedups):.2f}x, "
-            f"{sum(s < 1 for s in speedups)} slower)"
-            if speedups
+            f"{s['geomean_speedup']:.2f}x the peer in geometric mean (min {s['min_speedup']:.2f}x, "
+            f"{s['cases_slower_than_peer']} slower)"
+            if "geomean_speedup" in s
             else "peer not timed"
         )
         summary.append(
-            f"| `{path.name}` | {len(rows)} | {roof:.1%} | {min(r['pct_roof'] for r in rows):.1%} | {peer} |"
+            f"| `{path.name}` | {len(rows)} | {s['geomean_pct_roof']:.1%} | {s['min_pct_roof']:.1%} | {peer} |"
         )
         tables += [
             "",
@@ -107,7 +106,7 @@ CLOSING = re.compile(r"^=*\s*(\d+ (passed|failed).*) in [\d.]+s")
 def _gate_row(path: Path) -> str:
     text = path.read_text()
     verdicts = {m["case"]: (float(m["change"]), m["word"]) for m in VERDICT.finditer(text)}
-    closing = next((m[1] for line in text.splitlines() if (m := CLOSING.match(line))), "no closing line")
+    closing = _closing(path)
     changes = [c for c, _ in verdicts.values()]
     spread = f"{min(changes):+.1f}% .. {max(changes):+.1f}%" if changes else "-"
     regressed = sum(word == "REGRESSED" for _, word in verdicts.values())
@@ -156,13 +155,16 @@ def _closing(path: Path) -> str:
     return next((m[1] for line in path.read_text().splitlines() if (m := CLOSING.match(line))), "no closing line")
 
 
+def _sanitize_rows(log: Path) -> list[str]:
+    """A sanitize.log's runs as table rows: tool, case, N, the config launched, the summary line, the exit status."""
+    return [
+        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
+        for m in SANITIZE.finditer(log.read_text())
+    ]
+
+
 def reliability() -> str:
-    text = (H200 / "sanitize.log").read_text()
-    rows = []
-    for m in SANITIZE.finditer(text):
-        rows.append(
-            f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
-        )
+    rows = _sanitize_rows(H200 / "sanitize.log")
     closing = _closing(H200 / "suite.log")
     return "\n".join([
         "# Reliability on the NVIDIA H200",
@@ -255,10 +257,11 @@ def fast() -> str:
     large = [r for r in rows if _rows_per_slice(r) >= 512]
     small = [r for r in rows if _rows_per_slice(r) <= 16]
     ceilings = fast_data["ceilings"]
+    s = summarize(rows)
     summary = [
-        f"- fast: {geometric_mean([r['speedup'] for r in rows]):.2f}x triton_kernels in geometric mean over "
-        f"{len(rows)} cases (min {min(r['speedup'] for r in rows):.2f}x), "
-        f"{geometric_mean([r['pct_roof'] for r in rows]):.1%} of roofline; the accurate precision "
+        f"- fast: {s['geomean_speedup']:.2f}x triton_kernels in geometric mean over "
+        f"{len(rows)} cases (min {s['min_speedup']:.2f}x), "
+        f"{s['geomean_pct_roof']:.1%} of roofline; the accurate precision "
         f"{geometric_mean([r['peer_us'] / accurate[r['case']]['us'] for r in rows]):.2f}x, "
         f"{geometric_mean([accurate[r['case']]['pct_roof'] for r in rows]):.1%}.",
         f"- fast against accurate: {geometric_mean(over_accurate):.3f}x the speed in geometric mean "
@@ -287,10 +290,7 @@ def fast() -> str:
         for run in acc_runs
         for key, w in sorted(accuracy.summarize(run["rows"]).items())
     ]
-    sanitize = [
-        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
-        for m in SANITIZE.finditer((FAST / "sanitize.log").read_text())
-    ]
+    sanitize = _sanitize_rows(FAST / "sanitize.log")
     closing = _closing(FAST / "suite.log")
     return "\n".join([
         "# The fast precision on the NVIDIA H200",
