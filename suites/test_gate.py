@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from moe_gather import benchmarking
-from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, baseline_folder_name, device_slug, judge
+from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, baseline_folder_name, judge
 from moe_gather.problem import MODELS, cases, local_shard
 from moe_gather.routing import make_logits, route
 
@@ -304,22 +304,32 @@ def _local_rows(case) -> int:
 @pytest.mark.parametrize("folder", sorted(p for p in STORED.iterdir() if any(p.rglob("*.json"))), ids=lambda p: p.name)
 def test_the_committed_baselines_hold_every_nightly_case(folder):
     """Each GPU's committed baselines load as the gate loads them (one device, the folder's, every file readable) and
-    hold exactly the cases the nightly gate measures (`--model all`, the seed's parameters, the ladder and the decode
-    batches, less those whose local shard gets no rows: they skip): none missing, none stale."""
+    hold exactly the cases the nightly gate measures (the seed's parameters, the ladder and the decode batches, less
+    those whose local shard gets no rows: they skip; `--model all`, and gpt-oss-120b alone in a `-fast` folder, the
+    fast precision's gate): none missing, none stale."""
     from pytest_benchmark.logger import Logger
     from pytest_benchmark.storage.file import FileStorage
 
     device = benchmarking._read_baseline(next(folder.rglob("*.json")))[0]
-    assert device_slug(device) == folder.name
+    fast = folder.name.endswith("-fast")
+    assert baseline_folder_name(device, "fast" if fast else None) == folder.name
     for machine in sorted(p.name for p in folder.iterdir() if p.is_dir()):  # as pytest-benchmark on that machine
         storage = FileStorage(folder, Logger(Logger.QUIET, config=None), default_machine_id=machine)
         files = list(storage.load("[0-9][0-9][0-9][0-9]_"))
         assert len(files) == len(storage.query("[0-9][0-9][0-9][0-9]_"))  # every file readable
         baseline = benchmarking.baseline_from(files, device, str(folder))
-        timed = [case for case in cases(models=tuple(MODELS), decode=True) if _local_rows(case)]
-        assert len(timed) == 2 * 96 + 27  # gpt-oss-120b's uniform decode batch of 1 routes nothing to the local shard
+        models = ("gpt-oss-120b",) if fast else tuple(MODELS)
+        timed = [case for case in cases(models=models, decode=True) if _local_rows(case)]
+        # gpt-oss-120b's uniform decode batch of 1 routes nothing to the local shard
+        assert len(timed) == (96 + 13 if fast else 2 * 96 + 27)
         assert set(baseline.medians) == {f"test_throughput[{case.id}]" for case in timed}
     assert all(0 < seconds < 1 for seconds in baseline.medians.values())
+    precisions = {
+        b["extra_info"].get("precision")
+        for p in folder.rglob("*.json")
+        for b in json.loads(p.read_text())["benchmarks"]
+    }
+    assert precisions <= ({"fast"} if fast else {"accurate", None})  # None: saved before the precision was recorded
 
 
 def test_each_precision_keeps_its_own_baselines(monkeypatch):

@@ -243,8 +243,48 @@ def _sweeps() -> list[str]:
     return [*configs, "", *lines]
 
 
+FAST_BASELINES = ROOT / "baselines" / "nvidia-h200-fast" / "Linux-CPython-3.12-64bit"
+
+
+def _fast_gate() -> tuple[list[str], list[str]]:
+    """The fast gate's baseline against the bar: its summary lines and its per-case table."""
+    rows = [
+        b["extra_info"]
+        for path in sorted(FAST_BASELINES.glob("*.json"))
+        for b in json.loads(path.read_text())["benchmarks"]
+    ]
+    ladder = summarize([r for r in rows if "decode" not in r["case"]])
+    decode = summarize([r for r in rows if "decode" in r["case"]])
+    large = [r["vendor_speedup"] for r in rows if _rows_per_slice(r) >= 512]
+    small = [r["pct_roof"] for r in rows if _rows_per_slice(r) <= 16]
+    names = ", ".join(f"`{_rel(p)}`" for p in sorted(FAST_BASELINES.glob("*.json")))
+    summary = [
+        f"The fast gate's baseline ({names}: `pytest suites/test_benchmark.py --gpu hopper --precision fast "
+        "--benchmark-save=NAME`, triton_kernels on PYTHONPATH), against the bar:",
+        "",
+        f"- {ladder['cases']} ladder cases: {ladder['geomean_speedup']:.2f}x triton_kernels in geometric mean (min "
+        f"{ladder['min_speedup']:.2f}x, slower on {ladder['cases_slower_than_peer']}; the bar 1.8x); "
+        f"{decode['cases']} decode cases: {decode['geomean_speedup']:.2f}x (min {decode['min_speedup']:.2f}x).",
+        f"- from 512 rows per slice ({len(large)} cases): {min(large):.2f}x .. {max(large):.2f}x the vendor anchor's "
+        f"speed, {sum(v < 0.9 for v in large)} under 0.9 (the bar: none).",
+        f"- up to 16 rows per slice ({len(small)} cases): {geometric_mean(small):.1%} of roofline in geometric mean "
+        "(the bar 85%).",
+    ]
+    table = [
+        "| case | rows | us | TFLOP/s | % roof | peer us | x peer | vendor us | x vendor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *(
+            f"| {r['case']} | {r['tokens']} | {r['us']:.1f} | {r['tflops']:.0f} | {r['pct_roof']:.1%} | "
+            f"{r['peer_us']:.1f} | {r['speedup']:.2f} | {r['vendor_us']:.1f} | {r['vendor_speedup']:.2f} |"
+            for r in rows
+        ),
+    ]
+    return summary, table
+
+
 def fast() -> str:
     """The fast precision beside the accurate one, the peer and the vendor anchor (one process each run)."""
+    gate_summary, gate_table = _fast_gate()
     fast_data = json.loads((FAST / "bench_fast.json").read_text())
     decode = json.loads((FAST / "bench_fast_decode.json").read_text())
     accurate = {
@@ -295,8 +335,10 @@ def fast() -> str:
     return "\n".join([
         "# The fast precision on the NVIDIA H200",
         "",
-        f"gpt-oss-120b, {len(rows)} cases (every other ladder batch size from 128 and the decode sizes 1-64 with "
-        "rows on the shard, both routings), "
+        *gate_summary,
+        "",
+        f"Beside the accurate precision: gpt-oss-120b, {len(rows)} cases (every other ladder batch size from 128 "
+        "and the decode sizes 1-64 with rows on the shard, both routings), "
         f"{fast_data['device']['name']}; ceilings measured in the run: read {ceilings['read_bw'] / 1e12:.2f} TB/s, "
         f"fp8 {ceilings['fp8_flops'] / 1e12:.0f} TFLOP/s.",
         "",
@@ -310,6 +352,10 @@ def fast() -> str:
         "process, so the ceilings above are the main run's). This page: `python tools/results.py`.",
         "",
         *table,
+        "",
+        "## The fast gate's baseline, per case",
+        "",
+        *gate_table,
         "",
         "## The configs compared (us, sustained; `python tools/sweep_sm90.py --precision fast --cases ... --configs "
         '"1;2;..."`)',
