@@ -857,14 +857,14 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = (ragged.schedule(config.block_m, config.tail_rows),)
     for tile, schedule in enumerate(schedules):
         if schedule.numel() and config.warp_specialized:
-            from ._sm90_ws import LAUNCH_OPTIONS, bmm1_sm90_ws_kernel, ws_constexprs  # it builds on this module
+            from ._sm90_ws import bmm1_sm90_ws_kernel, launch_options, ws_constexprs  # it builds on this module
 
             items = schedule.numel() * (w.n // config.block_n)
             grid = min(items, _multiprocessors(gather_indx.device)) if config.persistent else items
             bmm1_sm90_ws_kernel[(grid,)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), items,
-                **ws_constexprs(config, w.k, w.n), **LAUNCH_OPTIONS,
+                **ws_constexprs(config, w.k, w.n), **launch_options(config),
             )  # fmt: skip
         elif schedule.numel():
             _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](

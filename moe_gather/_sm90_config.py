@@ -41,6 +41,10 @@ class Sm90Config:
     # With warp_specialized: one program per multiprocessor over the launch's tiles, its ring running on from one
     # tile to the next (the next tile's first K tiles load while the last one's epilogue runs).
     persistent: bool = False
+    # With warp_specialized: work items of 64 weight rows whose K tiles the two consumers split (even, odd), consumer
+    # 1's sum added to consumer 0's in shared memory before the one epilogue: twice the items, each K chain halved
+    # (decode: few programs, each bound by its chain). block_m 16 to 64; maxnreg caps the 12 warps (default 168).
+    split_k: bool = False
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -55,17 +59,22 @@ class Sm90Config:
             raise ValueError(
                 f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages or more, got {self}"
             )
-        others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings, self.overlap_tiles, self.maxnreg)
+        others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings, self.overlap_tiles)
+        block_ms = (16, 32, 64) if self.split_k else (128,)
         if self.warp_specialized and (
-            self.block_m != 128 or self.num_warps != 8 or self.num_stages > 7 or any(others)
+            self.block_m not in block_ms
+            or self.num_warps != 8
+            or self.num_stages > 7
+            or any(others)
+            or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= 168))
         ):  # 8 stages of 24.5 KB and the epilogues' scratch pass the 227 KB of shared memory
             raise ValueError(
-                "Sm90Config: warp_specialized takes block_m 128, num_warps 8 (its consumers), num_stages up to 7"
-                " and none of tail_rows, two_partials, split_at, parity_rings, overlap_tiles, maxnreg (it pairs K"
-                f" tiles), got {self}"
+                "Sm90Config: warp_specialized takes block_m 128 (16, 32 or 64 with split_k), num_warps 8 (its"
+                " consumers), num_stages up to 7, maxnreg 48-168 only with split_k, and none of tail_rows,"
+                f" two_partials, split_at, parity_rings, overlap_tiles (it pairs K tiles), got {self}"
             )
-        if self.persistent and not self.warp_specialized:
-            raise ValueError(f"Sm90Config: persistent is the warp-specialized tile's, got {self}")
+        if (self.persistent or self.split_k) and not self.warp_specialized:
+            raise ValueError(f"Sm90Config: persistent and split_k are the warp-specialized tile's, got {self}")
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow_last_tile not in (0, 1, 2):
@@ -78,8 +87,8 @@ class Sm90Config:
             )
 
     @property
-    def block_n(self) -> int:  # weight rows per tile
-        return 16 * self.num_warps
+    def block_n(self) -> int:  # weight rows per tile (a work item's, split_k's one row block)
+        return 64 if self.split_k else 16 * self.num_warps
 
     @property
     def tiles(self) -> tuple[tuple[int, int], ...]:

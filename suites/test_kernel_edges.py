@@ -238,6 +238,28 @@ def test_k_ending_anywhere_in_a_tile(params, sm90, precision, entry, k):
     check_against(reference_for(problem).out, out, kernel_tolerance(weights.precision, "seed"), f"K = {k}, {config}")
 
 
+SPLIT_K_PLANS = [
+    _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, split_k=True),
+    _sm90.Sm90Config(
+        block_m=16, num_stages=6, num_warps=8, maxnreg=80, warp_specialized=True, split_k=True, persistent=True
+    ),
+]
+
+
+@pytest.mark.parametrize("k", [32, 96, 128, 384, 2816, 2880, 2912])
+@pytest.mark.parametrize("config", SPLIT_K_PLANS, ids=str)
+def test_k_ending_anywhere_through_split_k(params, sm90, config, k):
+    """split_k gives consumer 0 the partial tile and every even ring step, consumer 1 the odd ones: K of one tile
+    (consumer 1 has none and hands over zeros), an odd or even count of whole tiles, a partial last tile. The fast
+    precision's whatever --precision is (the tile runs no other)."""
+    model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
+    k_params = make_expert_params(model, "cuda")
+    problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
+    weights = bmm1.prepare_weights(k_params.weights, precision="fast")
+    out = bmm1.run_problem(problem, weights, config=config)
+    check_against(reference_for(problem).out, out, kernel_tolerance("fast", "seed"), f"K = {k}, {config}")
+
+
 # Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
 # on another tile than the table's, and each entry with the other grid order (widest_first).
 OPT_IN_PLANS = [
@@ -252,13 +274,16 @@ OPT_IN_PLANS = [
     _sm90.Sm90Config(
         block_m=128, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, persistent=True
     ),
+    # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
+    *SPLIT_K_PLANS,
 ]
 
 
 @pytest.mark.parametrize("config", OPT_IN_PLANS, ids=str)
 def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     """The same slices as the tile-width test, every size class, through each opt-in plan: against the reference.
-    The warp-specialized tile runs the table's arithmetic in the same order: its bytes equal the block_m 128 entry's."""
+    The warp-specialized tile runs the table's arithmetic in the same order: its bytes equal the block_m 128 entry's
+    (split_k adds two sums of half the K tiles each: another order, held to the reference alone)."""
     if weights.fast and config.two_partials:
         pytest.skip("two_partials is the accurate precision's (the fast one refuses it: test_sm90)")
     if config.warp_specialized and not weights.fast:
@@ -267,7 +292,7 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     out = bmm1.run_problem(problem, weights, config=config)
     tolerance = kernel_tolerance(weights.precision, "seed")
     check_against(reference_for(problem).out, out, tolerance, f"launch plan {config}")
-    if config.warp_specialized:
+    if config.warp_specialized and not config.split_k:
         table = bmm1.run_problem(problem, weights, config=_entry(weights, len(ENTRIES) - 1))
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 

@@ -459,6 +459,7 @@ def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision):
 
 
 WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=True)
+SPLIT_K_CONFIG = _sm90.Sm90Config(16, 6, 8, maxnreg=80, warp_specialized=True, split_k=True)
 
 
 def compile_sm90_ws(config, k=2880, n=5760):
@@ -466,17 +467,22 @@ def compile_sm90_ws(config, k=2880, n=5760):
     signature = {name: kind for name, kind in SIGNATURE.items() if kind != "constexpr"} | {"items": "i32"}
     signature |= dict.fromkeys(constexprs, "constexpr")
     src = GluonASTSource(_sm90_ws.bmm1_sm90_ws_kernel, signature, constexprs=constexprs, attrs=ALIGNED)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=_sm90_ws.LAUNCH_OPTIONS)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=_sm90_ws.launch_options(config))
 
 
 def test_warp_specialized_config_is_the_fast_block_m_128_tile_alone():
     others = ({"block_m": 64}, {"num_warps": 4}, {"parity_rings": True}, {"overlap_tiles": 2, "parity_rings": True},
               {"tail_rows": 16}, {"maxnreg": 200}, {"num_stages": 8})  # fmt: skip
     for fields in others:
-        with pytest.raises(ValueError, match="warp_specialized takes block_m 128, num_warps 8"):
+        with pytest.raises(ValueError, match=r"warp_specialized takes block_m 128 \(16, 32 or 64 with split_k\), num_"):
             replace(WS_CONFIG, **fields)
-    with pytest.raises(ValueError, match="persistent is the warp-specialized tile's"):
-        _sm90.Sm90Config(128, 4, 8, persistent=True)
+    for fields in ({"block_m": 8}, {"block_m": 128}, {"maxnreg": 40}, {"maxnreg": 176}, {"parity_rings": True}):
+        with pytest.raises(ValueError, match="warp_specialized takes block_m 128"):
+            replace(SPLIT_K_CONFIG, **fields)
+    for fields in ({"persistent": True}, {"split_k": True}):
+        with pytest.raises(ValueError, match="persistent and split_k are the warp-specialized tile's"):
+            _sm90.Sm90Config(32, 4, 8, **fields)
+    assert SPLIT_K_CONFIG.block_n == 64 and WS_CONFIG.block_n == 128
 
 
 def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
@@ -502,6 +508,15 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
     accurate = _sm90.prepare_weights(_random_weights(e=2, n=256, k=64), precision="accurate")
     with pytest.raises(ValueError, match="warp_specialized runs the fast precision only, got accurate weights"):
         _launch(accurate, [900, 700], WS_CONFIG)
+    _launch(w, [30, 3], SPLIT_K_CONFIG)  # 64-row items; the 12 warps capped at maxnreg
+    grid_s, schedule_s, items_s, kwargs_s = ws_launches[-1]
+    assert items_s == schedule_s.numel() * 4 and grid_s == (items_s,)
+    assert (kwargs_s["maxnreg"], kwargs_s["SPLIT_K"], kwargs_s["CONSUMER_REGS"], kwargs_s["BLOCK_M"]) == (
+        80,
+        1,
+        104,
+        16,
+    )
 
 
 def test_warp_specialized_partitions_take_their_registers(tmp_path):
@@ -538,6 +553,24 @@ def test_warp_specialized_consumers_synchronize_on_their_own_warpgroup(tmp_path)
         barriers = [t for t in instructions if t.startswith("BAR.SYNC")]
         assert barriers and all(t.endswith("0x80") for t in barriers), barriers
         assert not any(name.startswith(("STL", "LDL")) for name in loop) and len(loop) <= 425, len(loop)
+
+
+def test_split_k_consumers_each_take_half_the_k_tiles(tmp_path):
+    """split_k at 80 registers a thread (12 warps, two programs a multiprocessor): the consumers at 104, each pairing
+    its K tiles (a loop of two tiles' eight N=16 wgmmas, with every other ring slot's wait), spill-free in their loops;
+    consumer 1's sum is handed over through shared memory and two more mbarriers."""
+    kernel = compile_sm90_ws(SPLIT_K_CONFIG)
+    ptx = kernel.asm["ptx"]
+    assert "setmaxnreg.inc.sync.aligned.u32 \t104;" in ptx and "setmaxnreg.dec.sync.aligned.u32 \t24;" in ptx
+    report = ptxas_report(ptx, "sm_90a", tmp_path)
+    assert re.search(r"Used (\d+) registers", report)[1] == "80", report
+    loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, _wgmma(16))
+    pairs = sorted((loop for loop in loops if loop.count("QGMMA.64x16x32.F32.E4M3.E4M3") == 8), key=len)
+    for loop in pairs[:2]:  # each consumer's (the others: the item loops, around an mbarrier wait's retry block)
+        assert loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 2 and loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 2
+        assert loop.count("FFMA") == 2 * 8 and "BAR.SYNC" not in loop  # a tile's 64 x 16 sums on 128 threads
+        assert not any(name.startswith(("STL", "LDL")) for name in loop) and len(loop) <= 320, len(loop)
+    assert kernel.metadata.shared <= 227 * 1024 // 2  # two programs a multiprocessor
 
 
 def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):
