@@ -40,6 +40,7 @@ _RENAMED = {"num_buffers": "num_stages", "large_num_buffers": "large_num_stages"
             "narrow": "narrow_last_tile", "overlap": "two_partials", "extra": "tail_rows"}  # fmt: skip
 _REVALUED = {"overlap_tiles=True": "overlap_tiles=2", "overlap_tiles=False": "overlap_tiles=0"}  # its earlier bool
 _DEFAULTS = {f"{f.name}={f.default}" for f in dataclasses.fields(Sm90Config) if f.default is not dataclasses.MISSING}
+_DEFAULTS |= {f"{d.split('=')[0]}={int(d.endswith('True'))}" for d in _DEFAULTS if d.endswith(("=False", "=True"))}
 
 
 def _short_config(config: str) -> str:
@@ -205,6 +206,8 @@ _O = f"{_P},overlap_tiles=2"
 _C = f"{_P},overlap_tiles=4"
 _WS = "block_m=128,num_warps=8,narrow_last_tile=2,warp_specialized=1"
 _AT = " (at 40 and 232 registers, one work item a program)"  # the form those sweeps timed
+_D = "num_warps=4,maxnreg=80,parity_rings=1,narrow_last_tile=2,widest_first=1"  # the first entry's, but its tile
+_S = "num_warps=8,warp_specialized=1,split_k=1"
 FAST_SWEEPS = {
     "sweep_overlap.log": [f"block_m=128,num_warps=8,{_O}", "block_m=128,num_warps=8,narrow_last_tile=2",
                           f"block_m=64,num_warps=8,{_P},tail_rows=16"],
@@ -220,6 +223,13 @@ FAST_SWEEPS = {
                            f"block_m=128,num_warps=8,{_O},num_stages=6"] * 2,
     "sweep_ws.log": [f"block_m=128,num_warps=8,{_C}", _WS + _AT, f"{_WS},num_stages=6{_AT}"] * 2,
     "sweep_ws_mid.log": [f"block_m=64,num_warps=8,{_P},tail_rows=16", _WS + _AT, f"block_m=128,num_warps=8,{_C}"] * 2,
+    "sweep_ws_persistent.log": [f"block_m=128,num_warps=8,{_C}", f"{_WS},persistent=1",
+                                f"{_WS},persistent=1,num_stages=6"] * 2,
+    "sweep_decode.log": [f"block_m={m},num_stages={s},{_D}" for m, s in ((32, 4), (16, 8), (16, 16), (8, 16), (8, 24),
+                                                                         (32, 8))] * 2,
+    "sweep_split_k.log": [f"block_m=32,num_stages=4,{_D}", f"block_m=16,{_S},maxnreg=80",
+                          f"block_m=32,narrow_last_tile=2,{_S},maxnreg=80", f"block_m=16,{_S}",
+                          f"block_m=16,num_stages=6,{_S},maxnreg=80"] * 2,
 }  # fmt: skip
 SWEEP_LINE = re.compile(r"^\s*(?P<case>\S+) m\d+ .*?:\s+(?P<us>[\d.]+) us", re.M)
 
@@ -280,6 +290,52 @@ def _fast_gate() -> tuple[list[str], list[str]]:
         ),
     ]
     return summary, table
+
+
+FLOOR_LINE = re.compile(
+    r"^(?P<what>.+?): suite (?P<suite>[\d.]+) us, in one graph (?P<graph>[\d.]+) us"
+    r"(?:; bytes at 4.4 TB/s (?P<roof>[\d.]+) us)?$",
+    re.M,
+)
+READ_LINE = re.compile(
+    r"^read (?P<experts>\d+) experts \((?P<mb>[\d.]+) MB\) on (?P<programs>\d+) programs: (?P<us>[\d.]+) us", re.M
+)
+K_LINE = re.compile(r"^K (?P<k>\d+) (?P<case>\S+): (?P<us>[\d.]+) us \((?P<tbps>[\d.]+) TB/s\)", re.M)
+
+
+def _decode_floor() -> list[str]:
+    """tools/decode_floor.py's two logs as tables: the timing method's floor, the plain reads, the kernel against K."""
+    floor = list(FLOOR_LINE.finditer((FAST / "decode_floor_floor.log").read_text()))
+    reads_text = (FAST / "decode_floor_reads.log").read_text()
+    reads: dict[tuple[str, str], dict[str, str]] = {}
+    for m in READ_LINE.finditer(reads_text):
+        reads.setdefault((m["experts"], m["mb"]), {})[m["programs"]] = m["us"]
+    programs = sorted({p for row in reads.values() for p in row}, key=int)
+    ks: dict[str, dict[str, str]] = {}
+    for m in K_LINE.finditer(reads_text):
+        ks.setdefault(m["case"], {})[m["k"]] = m["us"] if float(m["tbps"]) else "no rows"  # (the shard's routing)
+    k_values = sorted({k for row in ks.values() for k in row}, key=int)
+    return [
+        "Per call, the fast kernel: as the suite times it (one CUDA-graph replay a call, 20 a round) and with 20 "
+        "calls captured in one graph (`decode_floor_floor.log`: `python tools/decode_floor.py floor`); the roofline "
+        "time of the bytes at 4.4 TB/s.",
+        "",
+        "| case | suite us | in one graph us | bytes at 4.4 TB/s, us |",
+        "|---|---:|---:|---:|",
+        *(f"| {m['what']} | {m['suite']} | {m['graph']} | {m['roof'] or '-'} |" for m in floor),
+        "",
+        "A plain Triton read of one to sixteen experts' bytes (suite timing), and the kernel against K "
+        "(`decode_floor_reads.log`: `python tools/decode_floor.py reads`; each K draws its own routing, and where "
+        "it routes no row to the local shard the call launches nothing), us:",
+        "",
+        "| experts | MB | " + " | ".join(f"{p} programs" for p in programs) + " |",
+        "|---:|---:|" + "---:|" * len(programs),
+        *(f"| {e} | {mb} | " + " | ".join(row.get(p, "-") for p in programs) + " |" for (e, mb), row in reads.items()),
+        "",
+        "| case | " + " | ".join(f"K {k}" for k in k_values) + " |",
+        "|---|" + "---:|" * len(k_values),
+        *(f"| {case} | " + " | ".join(row.get(k, "-") for k in k_values) + " |" for case, row in ks.items()),
+    ]
 
 
 def fast() -> str:
@@ -362,6 +418,10 @@ def fast() -> str:
         "",
         *_sweeps(),
         "",
+        "## Decode: what bounds it",
+        "",
+        *_decode_floor(),
+        "",
         "## Accuracy",
         "",
         *[f"- `{run['command']}` ({run['stack']})" for run in acc_runs],
@@ -388,6 +448,16 @@ def fast() -> str:
         "| tool | case | N | config | summary | exit |",
         "|---|---|---:|---|---|---:|",
         *sanitize,
+        "",
+        f"The warp-specialized tile's split_k form (opt-in): {_closing(FAST / 'split_k_edges.log')} "
+        "(`split_k_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k "
+        '"split_k or opt_in"`); compute-sanitizer on a decode case (`split_k_sanitize.log`: `PRECISION=fast '
+        "MOE_GATHER_SM90_FORCE=... bash tools/sanitize.sh` with the cases below; the racecheck run's hazards by "
+        "where they were written and read are in the log, docs/sm90.md says what they are).",
+        "",
+        "| tool | case | N | config | summary | exit |",
+        "|---|---|---:|---|---|---:|",
+        *_sanitize_rows(FAST / "split_k_sanitize.log"),
     ]) + "\n"  # fmt: skip
 
 
