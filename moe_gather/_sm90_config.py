@@ -36,14 +36,16 @@ class Sm90Config:
     # less ahead, so that none lands in a slot still read).
     overlap_tiles: int = 0
     # The fast precision on a producer warpgroup (cp.async, mbarriers) and two consumer warpgroups that never wait on
-    # each other, each pairing K tiles on its own 64 weight rows (_sm90_ws): num_warps 8 counts the consumers.
+    # each other, each pairing K tiles on its own 64 weight rows (_sm90_ws; split_k changes that): num_warps 8 counts
+    # the consumers.
     warp_specialized: bool = False
     # With warp_specialized: one program per multiprocessor over the launch's tiles, its ring running on from one
     # tile to the next (the next tile's first K tiles load while the last one's epilogue runs).
     persistent: bool = False
     # With warp_specialized: work items of 64 weight rows whose K tiles the two consumers split (even, odd), consumer
     # 1's sum added to consumer 0's in shared memory before the one epilogue: twice the items, each K chain halved
-    # (decode: few programs, each bound by its chain). block_m 16 to 64; maxnreg caps the 12 warps (default 168).
+    # (decode: few programs, each bound by its chain). block_m 16 to 64; maxnreg caps the 12 warps (default 168); 3
+    # stages or more (a consumer's pair waits on two of its slots two steps apart before releasing the first).
     split_k: bool = False
 
     def __post_init__(self):
@@ -67,11 +69,12 @@ class Sm90Config:
             or self.num_stages > 7
             or any(others)
             or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= 168))
+            or (self.split_k and self.num_stages < 3)
         ):  # 8 stages of 24.5 KB and the epilogues' scratch pass the 227 KB of shared memory
             raise ValueError(
                 "Sm90Config: warp_specialized takes block_m 128 (16, 32 or 64 with split_k), num_warps 8 (its"
-                " consumers), num_stages up to 7, maxnreg 48-168 only with split_k, and none of tail_rows,"
-                f" two_partials, split_at, parity_rings, overlap_tiles (it pairs K tiles), got {self}"
+                " consumers), num_stages up to 7 (3 or more with split_k), maxnreg 48-168 only with split_k, and none"
+                f" of tail_rows, two_partials, split_at, parity_rings, overlap_tiles (it pairs K tiles), got {self}"
             )
         if (self.persistent or self.split_k) and not self.warp_specialized:
             raise ValueError(f"Sm90Config: persistent and split_k are the warp-specialized tile's, got {self}")

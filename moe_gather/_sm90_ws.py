@@ -8,10 +8,12 @@ and has them arrive on the slot's `full` barrier once landed (cp.async.mbarrier.
 owns 64 of the weight rows: it waits on `full`, folds its words into fp8 and chains the tile's four wgmmas
 (_sm90._fast_chain), promotes the partial once per tile, releases the slot on `empty`, and runs its own epilogue.
 The two consumers never wait on each other; their registers hold no copy pointers (setmaxnreg gives them the
-producer's). With Sm90Config.split_k, a work item is 64 weight rows and the two consumers split its K tiles (even
-ring steps to consumer 0, odd to 1): each runs half the K chain, consumer 1 hands its sum over in shared memory and
-consumer 0 adds it (in that order: deterministic) and runs the item's epilogue. docs/sm90.md has the design and the
-measurements.
+producer's).
+
+With Sm90Config.split_k a work item is 64 weight rows and the consumers split its K tiles (even ring steps to
+consumer 0, odd to 1), each slot released by its one reader: each runs half the K chain; consumer 1 hands its sum
+over in shared memory (mbarriers `handed`, `taken`) and consumer 0 adds it (in that order: deterministic) and runs
+the item's epilogue. docs/sm90.md has the design and the measurements.
 """
 
 from triton.experimental import gluon
@@ -61,7 +63,8 @@ def _item(work, item, N: gl.constexpr, BLOCK_M: gl.constexpr, ROWS: gl.constexpr
 def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K: gl.constexpr,
              N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, SPLIT_K: gl.constexpr):  # fmt: skip
     """The producer warpgroup, over the program's work items: step t of an item (its partial K tile first, then tiles
-    0, 1, ...) into the ring's next slot once both consumers have released it; each thread's copies arrive on the
+    0, 1, ...) into the ring's next slot once its readers (both consumers; split_k: one) have released it; each
+    thread's copies arrive on the
     slot's `full` barrier as they land. Token rows past the slice read nothing (zeros). The ring runs on across
     items, so the next item's first tiles load while the consumers run the last one's epilogue."""
     K_TILES: gl.constexpr = _k_steps(K)[0]
@@ -87,7 +90,8 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
             # Words [row block, K tile, row, word]: a consumer's 64 rows of one K tile are 4 KB in one piece.
             w_ptrs = words_ptr + (row0 // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn * (_TILE_K // 8))[:, None]
             w_ptrs = w_ptrs + offs_wc[None, :]
-            s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * ROWS + gl.minimum(offs_s, ROWS - 1)
+            s_rows = gl.minimum(offs_s, ROWS - 1) if SPLIT_K else offs_s  # split_k's masked half stays in bounds
+            s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * ROWS + s_rows
             for t in range(K_TILES):
                 slot = (step + t) % STAGES
                 mbarrier.wait(empty.index(slot), (step + t) // STAGES & 1 ^ 1)  # the first round passes
@@ -98,7 +102,7 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
                 for h in gl.static_range(2 - SPLIT_K):  # each consumer's 64 rows: a row block of its own
                     w_half = w_ptrs + (h * _ROW_BLOCK * ROW_WORDS + tile * W_TILE)
                     cp.async_copy_global_to_shared(w_ring[h].index(slot), w_half)
-                if SPLIT_K:  # 64 scale words: the other threads copy none
+                if SPLIT_K:  # 64 scale words (the other half of the slot is zero-filled, never read)
                     cp.async_copy_global_to_shared(s_ring.index(slot), s_ptrs + tile * N, mask=offs_s < ROWS)
                 else:
                     cp.async_copy_global_to_shared(s_ring.index(slot), s_ptrs + tile * N)
@@ -135,7 +139,7 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
     other one from step + WG), in pairs (the second's wgmmas in flight while the first's partial is promoted), then
     its epilogue (with SPLIT_K: consumer 1 hands its sum to consumer 0, which adds it and stores). `rings`: (x,
     words, scales, full, empty, handover buffer); `epi`: (bias, x_scale, out_scale, out, alpha, limit, expert, pid_n,
-    size, start, m0); `handover`: (full, empty barrier, phase)."""
+    size, start, m0); `handover`: (`handed`, `taken` barrier, phase)."""
     empty = rings[4]
     bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, expert, pid_n, size, start, m0 = epi
     K_TILES: gl.constexpr = _k_steps(K)[0]
@@ -194,7 +198,7 @@ def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: g
              STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr):  # fmt: skip
     """Consumer warpgroup WG (0: the default partition, 1: a worker) over the program's work items, each on its
     tile's width: a slice's last rows take a half or a quarter of BLOCK_M where they fit (NARROW halvings at most).
-    `out`: (bias, x_scale, out_scale, out, alpha, limit); `handover`: split_k's (full, empty) barriers."""
+    `out`: (bias, x_scale, out_scale, out, alpha, limit); `handover`: split_k's (`handed`, `taken`) barriers."""
     K_TILES: gl.constexpr = _k_steps(K)[0]
     step = 0  # K tiles through the ring so far
     done = 0  # items taken: the handover barriers' phase
@@ -249,8 +253,7 @@ def bmm1_sm90_ws_kernel(
         mbarrier.init(handover.index(1), count=1)
         hand = (handover.index(0), handover.index(1))
     else:
-        # each consumer's words in a ring of their own: the producer's copies into one do not order those into the
-        # other
+        # each consumer's words in a ring of their own: the copies into one do not order those into the other
         w_ring = (
             gl.allocate_shared_memory(gl.int32, w_shape, plain2),
             gl.allocate_shared_memory(gl.int32, w_shape, plain2),

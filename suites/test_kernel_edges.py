@@ -246,12 +246,13 @@ SPLIT_K_PLANS = [
 ]
 
 
-@pytest.mark.parametrize("k", [32, 96, 128, 384, 2816, 2880, 2912])
+@pytest.mark.parametrize("k", [32, 96, 128, 256, 384, 512, 576, 2816, 2880, 2912])
 @pytest.mark.parametrize("config", SPLIT_K_PLANS, ids=str)
 def test_k_ending_anywhere_through_split_k(params, sm90, config, k):
-    """split_k gives consumer 0 the partial tile and every even ring step, consumer 1 the odd ones: K of one tile
-    (consumer 1 has none and hands over zeros), an odd or even count of whole tiles, a partial last tile. The fast
-    precision's whatever --precision is (the tile runs no other)."""
+    """split_k gives consumer 0 the partial tile and every even ring step, consumer 1 the odd ones. K tiles 1 (consumer
+    1 has none and hands over zeros), 2 (one each), 3 and 4 (a trailing single tile, or pairs only, for either), 5
+    with a partial tile (consumer 0: it, then a pair), and gpt-oss's 23 with one. The fast precision's, whatever
+    --precision is (the tile runs no other)."""
     model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
     k_params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)

@@ -470,13 +470,15 @@ def compile_sm90_ws(config, k=2880, n=5760):
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=_sm90_ws.launch_options(config))
 
 
-def test_warp_specialized_config_is_the_fast_block_m_128_tile_alone():
+def test_warp_specialized_configs_are_refused_outside_their_tiles():
     others = ({"block_m": 64}, {"num_warps": 4}, {"parity_rings": True}, {"overlap_tiles": 2, "parity_rings": True},
               {"tail_rows": 16}, {"maxnreg": 200}, {"num_stages": 8})  # fmt: skip
     for fields in others:
         with pytest.raises(ValueError, match=r"warp_specialized takes block_m 128 \(16, 32 or 64 with split_k\), num_"):
             replace(WS_CONFIG, **fields)
-    for fields in ({"block_m": 8}, {"block_m": 128}, {"maxnreg": 40}, {"maxnreg": 176}, {"parity_rings": True}):
+    split_k_others = ({"block_m": 8}, {"block_m": 128}, {"maxnreg": 40}, {"maxnreg": 176}, {"parity_rings": True},
+                      {"num_stages": 2})  # fmt: skip
+    for fields in split_k_others:
         with pytest.raises(ValueError, match="warp_specialized takes block_m 128"):
             replace(SPLIT_K_CONFIG, **fields)
     for fields in ({"persistent": True}, {"split_k": True}):
@@ -487,8 +489,9 @@ def test_warp_specialized_config_is_the_fast_block_m_128_tile_alone():
 
 def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
     """warp_specialized launches its own kernel: 4 warps at launch (the default partition, consumer 0; the workers
-    add 8), the register cap that lets setmaxnreg hand the producer's registers to the consumers, one program per
-    128 weight rows and schedule entry; accurate weights are refused by name."""
+    add 8), the register cap that lets setmaxnreg hand the producer's registers to the consumers, one work item per
+    128 weight rows (split_k: 64) and schedule entry, a program each or one per multiprocessor (persistent); accurate
+    weights are refused by name."""
     ws_launches = []
 
     class Recorder:
@@ -557,8 +560,8 @@ def test_warp_specialized_consumers_synchronize_on_their_own_warpgroup(tmp_path)
 
 def test_split_k_consumers_each_take_half_the_k_tiles(tmp_path):
     """split_k at 80 registers a thread (12 warps, two programs a multiprocessor): the consumers at 104, each pairing
-    its K tiles (a loop of two tiles' eight N=16 wgmmas, with every other ring slot's wait), spill-free in their loops;
-    consumer 1's sum is handed over through shared memory and two more mbarriers."""
+    its K tiles (a loop of two tiles' eight N=16 wgmmas, two slot waits and two releases), spill-free in their loops;
+    two more mbarriers than the ring's (`handed`, `taken`) are initialized, for the handover of consumer 1's sum."""
     kernel = compile_sm90_ws(SPLIT_K_CONFIG)
     ptx = kernel.asm["ptx"]
     assert "setmaxnreg.inc.sync.aligned.u32 \t104;" in ptx and "setmaxnreg.dec.sync.aligned.u32 \t24;" in ptx
@@ -566,11 +569,14 @@ def test_split_k_consumers_each_take_half_the_k_tiles(tmp_path):
     assert re.search(r"Used (\d+) registers", report)[1] == "80", report
     loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, _wgmma(16))
     pairs = sorted((loop for loop in loops if loop.count("QGMMA.64x16x32.F32.E4M3.E4M3") == 8), key=len)
+    assert len(pairs) >= 2, [len(loop) for loop in loops]
     for loop in pairs[:2]:  # each consumer's (the others: the item loops, around an mbarrier wait's retry block)
         assert loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 2 and loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 2
         assert loop.count("FFMA") == 2 * 8 and "BAR.SYNC" not in loop  # a tile's 64 x 16 sums on 128 threads
         assert not any(name.startswith(("STL", "LDL")) for name in loop) and len(loop) <= 320, len(loop)
-    assert kernel.metadata.shared <= 227 * 1024 // 2  # two programs a multiprocessor
+    plain = compile_sm90_ws(replace(SPLIT_K_CONFIG, split_k=False, block_m=128, maxnreg=None)).asm["ptx"]
+    assert ptx.count("mbarrier.init") == plain.count("mbarrier.init") + 2
+    assert kernel.metadata.shared <= 113 * 1024  # two programs a multiprocessor (1 KB of each kept by the hardware)
 
 
 def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):

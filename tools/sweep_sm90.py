@@ -90,7 +90,14 @@ def main():
             rows.append(row)
             flags = [
                 name
-                for name in ("parity_rings", "two_partials", "widest_first", "warp_specialized", "persistent")
+                for name in (
+                    "parity_rings",
+                    "two_partials",
+                    "widest_first",
+                    "warp_specialized",
+                    "persistent",
+                    "split_k",
+                )
                 if getattr(config, name)
             ]
             flags += [
