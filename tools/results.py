@@ -40,6 +40,7 @@ _RENAMED = {"num_buffers": "num_stages", "large_num_buffers": "large_num_stages"
             "narrow": "narrow_last_tile", "overlap": "two_partials", "extra": "tail_rows"}  # fmt: skip
 _REVALUED = {"overlap_tiles=True": "overlap_tiles=2", "overlap_tiles=False": "overlap_tiles=0"}  # its earlier bool
 _DEFAULTS = {f"{f.name}={f.default}" for f in dataclasses.fields(Sm90Config) if f.default is not dataclasses.MISSING}
+# forced configs' flags read back as 0 / 1
 _DEFAULTS |= {f"{d.split('=')[0]}={int(d.endswith('True'))}" for d in _DEFAULTS if d.endswith(("=False", "=True"))}
 
 
@@ -195,7 +196,8 @@ FAST_DECODE = "1,2,4,8,16,32,64"  # the decode sizes, in a run of their own (*_d
 
 
 def _rows_per_slice(row: dict) -> float:
-    return row["tokens"] / MODELS["gpt-oss-120b"].local_experts  # RaggedMetadata.local_slice_size
+    model = next(m for name, m in MODELS.items() if row["case"].startswith(f"{name}-"))
+    return row["tokens"] / model.local_experts  # RaggedMetadata.local_slice_size
 
 
 # The config sweeps behind the fast table (tools/sweep_sm90.py --precision fast --cases ... --configs "A;B;C"): each
@@ -206,7 +208,7 @@ _O = f"{_P},overlap_tiles=2"
 _C = f"{_P},overlap_tiles=4"
 _WS = "block_m=128,num_warps=8,narrow_last_tile=2,warp_specialized=1"
 _AT = " (at 40 and 232 registers, one work item a program)"  # the form those sweeps timed
-_D = "num_warps=4,maxnreg=80,parity_rings=1,narrow_last_tile=2,widest_first=1"  # the first entry's, but its tile
+_D = "num_warps=4,maxnreg=80,parity_rings=1,narrow_last_tile=2,widest_first=1"  # the first entry's other fields
 _S = "num_warps=8,warp_specialized=1,split_k=1"
 FAST_SWEEPS = {
     "sweep_overlap.log": [f"block_m=128,num_warps=8,{_O}", "block_m=128,num_warps=8,narrow_last_tile=2",
@@ -313,7 +315,7 @@ def _decode_floor() -> list[str]:
     programs = sorted({p for row in reads.values() for p in row}, key=int)
     ks: dict[str, dict[str, str]] = {}
     for m in K_LINE.finditer(reads_text):
-        ks.setdefault(m["case"], {})[m["k"]] = m["us"] if float(m["tbps"]) else "no rows"  # (the shard's routing)
+        ks.setdefault(m["case"], {})[m["k"]] = m["us"] + ("" if float(m["tbps"]) else " (no rows)")
     k_values = sorted({k for row in ks.values() for k in row}, key=int)
     return [
         "Per call, the fast kernel: as the suite times it (one CUDA-graph replay a call, 20 a round) and with 20 "
@@ -338,21 +340,11 @@ def _decode_floor() -> list[str]:
     ]
 
 
-def fast() -> str:
-    """The fast precision beside the accurate one, the peer and the vendor anchor (one process each run)."""
-    gate_summary, gate_table = _fast_gate()
-    fast_data = json.loads((FAST / "bench_fast.json").read_text())
-    decode = json.loads((FAST / "bench_fast_decode.json").read_text())
-    accurate = {
-        r["case"]: r
-        for name in ("bench_accurate.json", "bench_accurate_decode.json")
-        for r in json.loads((FAST / name).read_text())["rows"]
-    }
-    rows = [r for r in decode["rows"] + fast_data["rows"] if r["tokens"]]  # cases with rows on this shard
+def _beside_accurate(rows: list[dict], accurate: dict) -> tuple[list[str], list[str]]:
+    """Fast's rows beside the accurate precision's times on the same cases: summary lines and a per-case table."""
     over_accurate = [accurate[r["case"]]["us"] / r["us"] for r in rows]
     large = [r for r in rows if _rows_per_slice(r) >= 512]
     small = [r for r in rows if _rows_per_slice(r) <= 16]
-    ceilings = fast_data["ceilings"]
     s = summarize(rows)
     summary = [
         f"- fast: {s['geomean_speedup']:.2f}x triton_kernels in geometric mean over "
@@ -363,9 +355,13 @@ def fast() -> str:
         f"- fast against accurate: {geometric_mean(over_accurate):.3f}x the speed in geometric mean "
         f"({min(over_accurate):.3f}x .. {max(over_accurate):.3f}x; slower on {sum(x < 1 for x in over_accurate)}).",
         f"- the vendor anchor's time over fast's, from 512 rows per slice ({len(large)} cases): "
-        f"{min(r['vendor_speedup'] for r in large):.2f}x .. {max(r['vendor_speedup'] for r in large):.2f}x; "
-        f"up to 16 rows per slice ({len(small)} cases): {geometric_mean([r['pct_roof'] for r in small]):.1%} of "
-        "roofline in geometric mean.",
+        f"{min(r['vendor_speedup'] for r in large):.2f}x .. {max(r['vendor_speedup'] for r in large):.2f}x"
+        + (
+            f"; up to 16 rows per slice ({len(small)} cases): {geometric_mean([r['pct_roof'] for r in small]):.1%} "
+            "of roofline in geometric mean."
+            if small
+            else "."
+        ),
     ]
     table = [
         "| case | rows | fast us | accurate us | fast / accurate | TFLOP/s | % roof | peer us | x peer | vendor us "
@@ -379,6 +375,28 @@ def fast() -> str:
             f"{r['tflops']:.0f} | {r['pct_roof']:.1%} | {r['peer_us']:.1f} | {r['speedup']:.2f} | "
             f"{r['vendor_us']:.1f} | {r['vendor_speedup']:.2f} | {_short_config(r['config'])} |"
         )
+    return summary, table
+
+
+FAST_20B_BATCHES = "32,64,128,256,512,1024,2048,3072,4096,5120,6144,7680"  # every fourth of its ladder
+
+
+def fast() -> str:
+    """The fast precision beside the accurate one, the peer and the vendor anchor (one process each run)."""
+    gate_summary, gate_table = _fast_gate()
+    fast_data = json.loads((FAST / "bench_fast.json").read_text())
+    decode = json.loads((FAST / "bench_fast_decode.json").read_text())
+    accurate = {
+        r["case"]: r
+        for name in ("bench_accurate.json", "bench_accurate_decode.json")
+        for r in json.loads((FAST / name).read_text())["rows"]
+    }
+    rows = [r for r in decode["rows"] + fast_data["rows"] if r["tokens"]]  # cases with rows on this shard
+    ceilings = fast_data["ceilings"]
+    summary, table = _beside_accurate(rows, accurate)
+    rows_20b = json.loads((FAST / "bench_fast_20b.json").read_text())
+    accurate_20b = {r["case"]: r for r in json.loads((FAST / "bench_accurate_20b.json").read_text())["rows"]}
+    summary_20b, table_20b = _beside_accurate(rows_20b["rows"], accurate_20b)
     acc_runs = [json.loads((FAST / f"accuracy_{model}.json").read_text()) for model in ("120b", "20b")]
     acc_rows = [
         f"| {run['rows'][0]['model']} | {key.split('/')[0]} | {key.split('/')[1]} | {w['cases']} | "
@@ -408,6 +426,19 @@ def fast() -> str:
         "process, so the ceilings above are the main run's). This page: `python tools/results.py`.",
         "",
         *table,
+        "",
+        "## gpt-oss-20b",
+        "",
+        f"{len(rows_20b['rows'])} cases, both routings, one process a run: `python -m moe_gather bench --model "
+        f"gpt-oss-20b --precision fast --batch-sizes B --json {_rel(FAST / 'bench_fast_20b.json')}` and the "
+        f"accurate precision's with `--no-peer --no-vendor` into `{_rel(FAST / 'bench_accurate_20b.json')}`, "
+        f"B = {FAST_20B_BATCHES}; ceilings measured in the run: read "
+        f"{rows_20b['ceilings']['read_bw'] / 1e12:.2f} TB/s, fp8 {rows_20b['ceilings']['fp8_flops'] / 1e12:.0f} "
+        "TFLOP/s.",
+        "",
+        *summary_20b,
+        "",
+        *table_20b,
         "",
         "## The fast gate's baseline, per case",
         "",
