@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections.abc import Callable
 
 import torch
@@ -114,13 +113,11 @@ def cublas_fp8(problem: Problem, dense: DenseWeights, fast: bool) -> torch.Tenso
 
 
 def outputs(problem: Problem, kernel_weights, with_peer: bool, dense: DenseWeights | None = None) -> dict:
-    """Every computation's fp8 output on `problem`: the kernel's where `kernel_weights` (prepare_weights, or a
-    precision -> prepared weights dict) are given, the peer's only `with_peer`; `dense`: the model's DenseWeights,
+    """Every computation's fp8 output on `problem`: the kernel's at each precision of `kernel_weights` (a precision ->
+    prepared weights dict, or None), the peer's only `with_peer`; `dense`: the model's DenseWeights,
     built here if not given."""
     from . import bmm1, peer
 
-    if kernel_weights is not None and not isinstance(kernel_weights, dict):
-        kernel_weights = {kernel_weights.precision: kernel_weights}
     results = {
         "kernel" if precision == "accurate" else f"kernel_{precision}": bmm1.run_problem(problem, weights)
         for precision, weights in (kernel_weights or {}).items()
@@ -253,7 +250,6 @@ def main(argv=None):
     parser.add_argument("--json", default=None, help="write the rows and their summary here")
     parser.add_argument("--from-json", nargs="+", default=None, help="read the rows from these instead of measuring")
     parser.add_argument("--markdown", default=None, help="write the results page here")
-    argv = sys.argv[1:] if argv is None else argv  # `python -m moe_gather accuracy` passes its own
     args = parser.parse_args(argv)
     if args.from_json:
         data = _merged(args.from_json)

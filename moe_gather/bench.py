@@ -142,6 +142,21 @@ def summarize(rows) -> dict:
     return summary
 
 
+def _time_column(name, timer, us_key, ratio_key, selected, rows, params, skip_empty=False):
+    """An anchor's times into `rows` (us_key, and ratio_key: its time over the kernel's) on the same problems,
+    regenerated (deterministic); a failure ends the column, never the run. skip_empty: cases without rows."""
+    for case, row in zip(selected, rows, strict=True):
+        problem = make_problem(case, "cuda", params)
+        if skip_empty and not problem.tokens:
+            continue
+        try:
+            row[us_key] = timer(problem)
+        except Exception as e:
+            print(f"{name} failed on {case.id}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+            break
+        row[ratio_key] = row[us_key] / row["us"]
+
+
 def run(model: str, routings, batches, json_path: str | None, with_peer: bool = True, precision=None, vendor=True):
     """Kernel timings for every case first, then the peer's on the same problems (regenerated, deterministic), so
     that a peer failure cannot cost the kernel's numbers."""
@@ -163,25 +178,11 @@ def run(model: str, routings, batches, json_path: str | None, with_peer: bool = 
     del weights
     if vendor:
         vendor_weights = VendorWeights(params.weights)
-        for case, row in zip(selected, rows, strict=True):
-            problem = make_problem(case, "cuda", params)
-            if not problem.tokens:
-                continue
-            try:
-                row["vendor_us"] = time_vendor(problem, vendor_weights)
-            except Exception as e:  # a vendor failure ends the vendor's column, never the run
-                print(f"vendor failed on {case.id}: {type(e).__name__}: {str(e)[:300]}", flush=True)
-                break
-            row["vendor_speedup"] = row["vendor_us"] / row["us"]
+        _time_column("vendor", lambda p: time_vendor(p, vendor_weights), "vendor_us", "vendor_speedup", selected,
+                     rows, params, skip_empty=True)  # fmt: skip
         del vendor_weights
     if with_peer:
-        for case, row in zip(selected, rows, strict=True):
-            try:
-                row["peer_us"] = time_peer(make_problem(case, "cuda", params))
-            except Exception as e:  # a peer failure ends the peer's column, never the run
-                print(f"peer failed on {case.id}: {type(e).__name__}: {str(e)[:300]}", flush=True)
-                break
-            row["speedup"] = row["peer_us"] / row["us"]
+        _time_column("peer", time_peer, "peer_us", "speedup", selected, rows, params)
     print(f"{'case':>28} {'tokens':>7} {'act':>4} {'us':>8} {'TFLOP/s':>8} {'TB/s':>6} {'roof':>6} ", end="")
     print(f"{'peer_us':>8} {'x':>6} {'vendor_us':>9} {'vx':>5}")
     for row in rows:

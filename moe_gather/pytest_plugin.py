@@ -82,8 +82,11 @@ import torch
 import triton  # imported here, once: pytester's in-process runs cannot re-import its native module
 
 from . import benchmarking
+from ._sm90_config import TABLES
 from .problem import MODELS, PARAMS, cases, parse_batch_sizes
 from .routing import ROUTINGS
+
+PRECISIONS = tuple(TABLES)  # the sm90 kernel's precisions, a superset of every other kernel's
 
 ARCH_BY_MAJOR = {9: "hopper", 10: "blackwell"}  # compute capability major -> kernel tier
 TIERS = ("auto", "hopper", "blackwell", "cpu")
@@ -169,7 +172,7 @@ def pytest_addoption(parser):
     group.addoption("--batch-sizes", default=None, help="comma-separated batch sizes (default: the ladder)")
     group.addoption(
         "--precision",
-        choices=("default", "accurate", "fast"),  # bmm1.PRECISIONS (the plugin loads no kernel module)
+        choices=("default", *PRECISIONS),  # the union of the kernels' (the plugin loads no kernel module)
         default="default",
         help="the kernel's precision (default: prepare_weights' own choice)",
     )

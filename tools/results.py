@@ -195,6 +195,11 @@ FAST_BATCHES = (  # every other batch size of the gpt-oss-120b ladder
 FAST_DECODE = "1,2,4,8,16,32,64"  # the decode sizes, in a run of their own (*_decode.json)
 
 
+def _bar_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The rows the bar judges against the vendor (512 rows per slice and more) and the roofline (up to 16)."""
+    return [r for r in rows if _rows_per_slice(r) >= 512], [r for r in rows if _rows_per_slice(r) <= 16]
+
+
 def _rows_per_slice(row: dict) -> float:
     model = next(m for name, m in MODELS.items() if row["case"].startswith(f"{name}-"))
     return row["tokens"] / model.local_experts  # RaggedMetadata.local_slice_size
@@ -267,8 +272,8 @@ def _fast_gate() -> tuple[list[str], list[str]]:
     ]
     ladder = summarize([r for r in rows if "decode" not in r["case"]])
     decode = summarize([r for r in rows if "decode" in r["case"]])
-    large = [r["vendor_speedup"] for r in rows if _rows_per_slice(r) >= 512]
-    small = [r["pct_roof"] for r in rows if _rows_per_slice(r) <= 16]
+    large, small = _bar_rows(rows)
+    large, small = [r["vendor_speedup"] for r in large], [r["pct_roof"] for r in small]
     names = ", ".join(f"`{_rel(p)}`" for p in sorted(FAST_BASELINES.glob("*.json")))
     summary = [
         f"The fast gate's baseline ({names}: `pytest suites/test_benchmark.py --gpu hopper --precision fast "
@@ -343,8 +348,7 @@ def _decode_floor() -> list[str]:
 def _beside_accurate(rows: list[dict], accurate: dict) -> tuple[list[str], list[str]]:
     """Fast's rows beside the accurate precision's times on the same cases: summary lines and a per-case table."""
     over_accurate = [accurate[r["case"]]["us"] / r["us"] for r in rows]
-    large = [r for r in rows if _rows_per_slice(r) >= 512]
-    small = [r for r in rows if _rows_per_slice(r) <= 16]
+    large, small = _bar_rows(rows)
     s = summarize(rows)
     summary = [
         f"- fast: {s['geomean_speedup']:.2f}x triton_kernels in geometric mean over "
