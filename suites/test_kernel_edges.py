@@ -53,10 +53,20 @@ def _entry(weights, i):
     return _sm90.TABLES[weights.precision][i][1]
 
 
-def _check(problem, weights, description, tolerance=None):
-    out = bmm1.run_problem(problem, weights)
+def _check(problem, weights, description, tolerance=None, config=None):
+    """The call (with `config`: forced) against the reference at `tolerance` (default: the seed's); its output."""
+    out = bmm1.run_problem(problem, weights, config=config)
     tolerance = tolerance or kernel_tolerance(weights.precision, "seed")
-    return check_against(reference_for(problem).out, out, tolerance, description)
+    check_against(reference_for(problem).out, out, tolerance, description)
+    return out
+
+
+def _k_problem(k, precision):
+    """gpt-oss-120b with K = k and N = 256, uniform routing of 1024 tokens, and its weights at `precision`."""
+    model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
+    k_params = make_expert_params(model, "cuda")
+    problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
+    return problem, bmm1.prepare_weights(k_params.weights, precision=precision)
 
 
 def _problem(base_params, batch=1024, routing="uniform", **changes):
@@ -147,10 +157,8 @@ def test_nan_and_inf_inputs_behave_as_the_reference(params, weights):
 def test_nan_and_inf_through_each_sm90_entry(params, sm90, weights, entry):
     """The same through each table entry's full-width tiles (~128 rows per slice: the block_m 128 entry's epilogue
     clamps with min / max .NaN, the others with selects)."""
-    problem, config = _nan_and_inf_problem(params, 4096), _entry(weights, entry)
-    out = bmm1.run_problem(problem, weights, config=config)
-    tolerance = kernel_tolerance(weights.precision, "seed")
-    check_against(reference_for(problem).out, out, tolerance, f"NaN and Inf inputs, {config}")
+    config = _entry(weights, entry)
+    _check(_nan_and_inf_problem(params, 4096), weights, f"NaN and Inf inputs, {config}", config=config)
 
 
 def test_out_scale_that_saturates(params, weights):
@@ -217,10 +225,8 @@ def test_every_tile_width_of_each_sm90_entry(params, sm90, weights, entry):
     extra) and ones that end on a tile boundary, in one launch: each against the reference."""
     routing = _sized_routing(EVERY_WIDTH)
     assert routing.ragged.slice_sizes.tolist() == EVERY_WIDTH
-    problem, config = _problem(params, batch=sum(EVERY_WIDTH), routing=routing), _entry(weights, entry)
-    out = bmm1.run_problem(problem, weights, config=config)
-    tolerance = kernel_tolerance(weights.precision, "seed")
-    check_against(reference_for(problem).out, out, tolerance, f"tile widths, {config}")
+    config = _entry(weights, entry)
+    _check(_problem(params, batch=sum(EVERY_WIDTH), routing=routing), weights, f"tile widths, {config}", config=config)
 
 
 @pytest.mark.parametrize("k", [32, 96, 128, 384, 2816, 2848, 2912, 2976])
@@ -229,13 +235,9 @@ def test_k_ending_anywhere_in_a_tile(params, sm90, precision, entry, k):
     """K on a 128-wide tile boundary (all whole tiles), or 1, 2 (gpt-oss: 2880) or 3 blocks of 32 into its last
     tile, which the sm90 kernel then runs first with only its blocks; K under one tile leaves its loop none; an odd
     number of whole tiles (384, 2976) ends the fast precision's overlapped pairs with a single tile."""
-    model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
-    k_params = make_expert_params(model, "cuda")
-    problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
-    weights = bmm1.prepare_weights(k_params.weights, precision=precision)
+    problem, weights = _k_problem(k, precision)
     config = _entry(weights, entry)
-    out = bmm1.run_problem(problem, weights, config=config)
-    check_against(reference_for(problem).out, out, kernel_tolerance(weights.precision, "seed"), f"K = {k}, {config}")
+    _check(problem, weights, f"K = {k}, {config}", config=config)
 
 
 SPLIT_K_PLANS = [
@@ -253,12 +255,8 @@ def test_k_ending_anywhere_through_split_k(params, sm90, config, k):
     1 has none and hands over zeros), 2 (one each), 3 and 4 (a trailing single tile, or pairs only, for either), 5
     with a partial tile (consumer 0: it, then a pair), and gpt-oss's 23 with one. The fast precision's, whatever
     --precision is (the tile runs no other)."""
-    model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
-    k_params = make_expert_params(model, "cuda")
-    problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
-    weights = bmm1.prepare_weights(k_params.weights, precision="fast")
-    out = bmm1.run_problem(problem, weights, config=config)
-    check_against(reference_for(problem).out, out, kernel_tolerance("fast", "seed"), f"K = {k}, {config}")
+    problem, weights = _k_problem(k, "fast")
+    _check(problem, weights, f"K = {k}, {config}", config=config)
 
 
 # Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
@@ -290,9 +288,7 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     if config.warp_specialized and not weights.fast:
         pytest.skip("warp_specialized runs the fast precision only (others are refused by name: test_sm90)")
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
-    out = bmm1.run_problem(problem, weights, config=config)
-    tolerance = kernel_tolerance(weights.precision, "seed")
-    check_against(reference_for(problem).out, out, tolerance, f"launch plan {config}")
+    out = _check(problem, weights, f"launch plan {config}", config=config)
     if config.warp_specialized and not config.split_k:
         table = bmm1.run_problem(problem, weights, config=_entry(weights, len(ENTRIES) - 1))
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))

@@ -414,13 +414,18 @@ def test_each_entry_keeps_its_programs_a_multiprocessor(config, tmp_path):
 @pytest.fixture
 def recorded_launches(monkeypatch):
     """The launcher's plan on the CPU: the kernel replaced by a recorder of (grid, schedule, keyword arguments)."""
+    return _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 7)
+
+
+def _record(monkeypatch, module, kernel, *positions):
+    """module.kernel replaced by a recorder of its launches: (grid, the arguments at `positions`, keywords)."""
     launches = []
 
     class Recorder:
         def __getitem__(self, grid):
-            return lambda *a, **kw: launches.append((grid, a[7], kw))
+            return lambda *a, **kw: launches.append((grid, *(a[i] for i in positions), kw))
 
-    monkeypatch.setattr(_sm90, "_bmm1_sm90_kernel", Recorder())
+    monkeypatch.setattr(module, kernel, Recorder())
     return launches
 
 
@@ -492,13 +497,7 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
     add 8), the register cap that lets setmaxnreg hand the producer's registers to the consumers, one work item per
     128 weight rows (split_k: 64) and schedule entry, a program each or one per multiprocessor (persistent); accurate
     weights are refused by name."""
-    ws_launches = []
-
-    class Recorder:
-        def __getitem__(self, grid):
-            return lambda *a, **kw: ws_launches.append((grid, a[7], a[13], kw))
-
-    monkeypatch.setattr(_sm90_ws, "bmm1_sm90_ws_kernel", Recorder())
+    ws_launches = _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 7, 13)  # schedule, items
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     w = _sm90.prepare_weights(_random_weights(e=2, n=256, k=64), precision="fast")
     _launch(w, [900, 700], WS_CONFIG)
