@@ -565,10 +565,13 @@ class _Call:
     pid_n: gl.tensor
     size: gl.tensor
     start: gl.tensor
+    sums: gl.tensor  # with k_splits: fp32 [tiles, K_SPLITS, BLOCK_N, WS_M], each split's sum
+    arrivals: gl.tensor  # int32 [tiles]: the tile's splits done so far (zero between launches)
+    tile: gl.tensor  # the (schedule entry, column block) index of the program: its place in `sums`, `arrivals`
 
     @gluon.constexpr_function
     def __init__(self, x, words, scales, bias, gather, x_scale, out_scale, out, alpha, limit, expert, pid_n, size,
-                 start):  # fmt: skip
+                 start, sums, arrivals, tile):  # fmt: skip
         self.x, self.words, self.scales, self.bias, self.gather = x, words, scales, bias, gather
         self.x_scale, self.out_scale, self.out = x_scale, out_scale, out
         self.alpha, self.limit, self.expert, self.pid_n, self.size, self.start = (
@@ -579,24 +582,72 @@ class _Call:
             size,
             start,
         )
+        self.sums, self.arrivals, self.tile = sums, arrivals, tile
+
+
+@gluon.jit
+def _split_ptrs(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
+    """Where the program's tile keeps its splits' sums: the base of split 0's (add s * BLOCK_N * WS_M for split s),
+    the offsets of the accumulator's elements, and the mask of the slice's rows."""
+    layout: gl.constexpr = acc.type.layout
+    BLOCK_N: gl.constexpr = acc.shape[0]
+    BLOCK_M: gl.constexpr = acc.shape[1]
+    offs_n = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, layout))
+    offs_m = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, layout))
+    base = call.sums + call.tile.to(gl.int64) * (K_SPLITS * BLOCK_N * WS_M)
+    offs = offs_n[:, None] * WS_M + offs_m[None, :]  # 32-bit: the 64-bit addresses live only at each access
+    rows = (m0 + offs_m < call.size)[None, :] & (offs_n >= 0)[:, None]
+    return base, offs, rows
+
+
+@gluon.jit
+def _hand_in(acc, call: _Call, m0, split, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
+    """Store this split's sum (the slice's rows only) and count it in; True for the tile's last split to arrive,
+    which sets the count back to zero for the next launch. Every thread's stores are ordered before the count by
+    the CTA barrier and the atomic's release (and the last split's reads after it by its acquire)."""
+    base, offs, rows = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
+    gl.store(base + split * (acc.shape[0] * WS_M) + offs, acc, mask=rows)
+    gl.thread_barrier()
+    arrived = gl.atomic_add(call.arrivals + call.tile, 1, sem="acq_rel", scope="gpu")
+    last = arrived == K_SPLITS - 1
+    if last:
+        gl.store(call.arrivals + call.tile, 0)
+    return last
+
+
+@gluon.jit
+def _sum_splits(acc, call: _Call, m0, split, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
+    """The tile's sum: its splits' added in split order whichever arrived last (deterministic), this program's own
+    from its registers."""
+    base, offs, rows = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
+    stride: gl.constexpr = acc.shape[0] * WS_M
+    total = gl.where(split == 0, acc, gl.load(base + offs, mask=rows & (split != 0), other=0.0, cache_modifier=".cg"))
+    for s in range(1, K_SPLITS):  # a loop, not unrolled: one split's sum in registers at a time
+        other = gl.load(base + s * stride + offs, mask=rows & (split != s), other=0.0, cache_modifier=".cg")
+        total = total + gl.where(split == s, acc, other)
+    return total
 
 
 @gluon.jit
 def _tile(
     call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
-    TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr,
+    TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_ALL: gl.constexpr = 0, kt0=0,
+    K_SPLITS: gl.constexpr = 1, split=0, WS_M: gl.constexpr = 0,
 ):  # fmt: skip
     """One program's tile: tokens [m0, m0 + BLOCK_M + TAIL_ROWS) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. TAIL_ROWS tokens past BLOCK_M (0, or a power of two) get a wgmma of their
-    own on the same converted weights."""
+    own on the same converted weights. With K_SPLITS > 1 the program runs K tiles [kt0, kt0 + cdiv(K, 128)) of the
+    K_ALL-wide weights (split `split` of the tile's K_SPLITS) and hands its sum in (_hand_in)."""
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr = call.x, call.words, call.scales, call.bias, call.gather
     x_scale_ptr, out_scale_ptr, out_ptr = call.x_scale, call.out_scale, call.out
     alpha, limit, expert, pid_n, size, start = call.alpha, call.limit, call.expert, call.pid_n, call.size, call.start
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
-    K_TILES: gl.constexpr = _k_steps(K)[0]
-    ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
+    K_TILES: gl.constexpr = _k_steps(K)[0]  # this program's
+    K_ROW: gl.constexpr = K_ALL if K_ALL else K  # the weights' and x's K
+    ROW_TILES: gl.constexpr = _k_steps(K_ROW)[0]
+    ROW_WORDS: gl.constexpr = ROW_TILES * _TILE_K // 8
 
     MMA_K: gl.constexpr = 16 if F16 else 32
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -608,11 +659,11 @@ def _tile(
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
     # Gathered x rows: the tile's, and the TAIL_ROWS rows after them.
-    x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K)
+    x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K_ROW) + kt0 * _TILE_K
     offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))  # the copies' K mask
     xe_ptrs = x_ptrs  # unused unless TAIL_ROWS
     if TAIL_ROWS:
-        xe_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0 + BLOCK_M, TAIL_ROWS, x_copy, K)
+        xe_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0 + BLOCK_M, TAIL_ROWS, x_copy, K_ROW) + kt0 * _TILE_K
 
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
@@ -620,9 +671,9 @@ def _tile(
     offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
     # Words [row block, K tile, row, word]: one K tile of 64 rows is 4 KB in one piece.
     w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * (_TILE_K // 8)
-    w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :]
+    w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :] + kt0 * (_ROW_BLOCK * _TILE_K // 8)
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
-    s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * BLOCK_N + offs_s
+    s_ptrs = scales_ptr + (expert.to(gl.int64) * ROW_TILES + kt0) * N + pid_n * BLOCK_N + offs_s
 
     # PARITY_RINGS: even K tiles in one ring, odd ones in another, and the loop unrolled by two, so that a tile's
     # copies and the reads of the landed tile touch different allocations: Triton's barrier analysis, which cannot
@@ -724,13 +775,24 @@ def _tile(
     acc = sums.acc
     ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0
     ACC_TIMES: gl.constexpr = 64.0 if not F16 and not FAST else 1.0  # the bit-spread encoding's 2 ** -6 (exact)
-    if ACC_TIMES != 1.0:
-        acc = acc * ACC_TIMES
-    swiglu_store(
-        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
-        N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
-        ACC_SCALE=ACC_SCALE,
-    )  # fmt: skip
+    if K_SPLITS > 1:  # the last of the tile's programs to finish adds the sums and runs the epilogue
+        if _hand_in(acc, call, m0, split, K_SPLITS, WS_M):
+            acc = _sum_splits(acc, call, m0, split, K_SPLITS, WS_M)
+            if ACC_TIMES != 1.0:
+                acc = acc * ACC_TIMES
+            swiglu_store(
+                acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
+                N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,
+                ACC_SCALE=ACC_SCALE,
+            )  # fmt: skip
+    else:
+        if ACC_TIMES != 1.0:
+            acc = acc * ACC_TIMES
+        swiglu_store(
+            acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
+            N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
+            ACC_SCALE=ACC_SCALE,
+        )  # fmt: skip
     if TAIL_ROWS:  # (the fp8 paths only)
         swiglu_store(sums.acc_tail * ACC_TIMES, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
                      m0 + BLOCK_M, pid_n, start, size, N, TAIL_ROWS, BLOCK_N, ACC_SCALE=ACC_SCALE)  # fmt: skip
@@ -749,6 +811,8 @@ def _bmm1_sm90_kernel(
     x_scale_ptr,  # fp32 [1]
     out_scale_ptr,  # fp32 [1]
     out_ptr,  # fp8 [tokens, N/2]
+    sums_ptr,  # fp32 [tiles, K_SPLITS, BLOCK_N, BLOCK_M] with K_SPLITS > 1 (else unused)
+    arrivals_ptr,  # int32 [tiles], zero, with K_SPLITS > 1 (left zero)
     alpha,
     limit,
     K: gl.constexpr,
@@ -763,9 +827,11 @@ def _bmm1_sm90_kernel(
     TWO_PARTIALS: gl.constexpr = False,  # Sm90Config.two_partials
     FAST: gl.constexpr = False,  # the fast mode (Sm90Weights.fast): block scales folded, one promotion per K tile
     OVERLAP_TILES: gl.constexpr = False,  # Sm90Config.overlap_tiles
+    K_SPLITS: gl.constexpr = 1,  # Sm90Config.k_splits, as K's tiles allow (_k_splits)
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
-    pid = gl.program_id(0)
+    split = gl.program_id(0) % K_SPLITS  # a tile's splits are consecutive programs
+    pid = gl.program_id(0) // K_SPLITS
     entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
     if entry < 0:
         return
@@ -776,22 +842,60 @@ def _bmm1_sm90_kernel(
     start = gl.load(slice_offs_ptr + expert)
 
     call = _Call(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr,
-                 alpha, limit, expert, pid_n, size, start)  # fmt: skip
+                 alpha, limit, expert, pid_n, size, start, sums_ptr, arrivals_ptr, pid)  # fmt: skip
     m0 = pid_m * BLOCK_M  # the tile's first row in the slice
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
-              OVERLAP_TILES)  # fmt: skip
+        _split_tile(call, m0, split, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
-              OVERLAP_TILES)  # fmt: skip
+        _split_tile(call, m0, split, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
         # a ring one stage shallower, odd: unpaired
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
               0)  # fmt: skip
     else:
-        _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
+        _split_tile(call, m0, split, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
+
+
+@gluon.jit
+def _split_tile(
+    call: _Call, m0, split, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
+    NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
+    TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_SPLITS: gl.constexpr,
+    WS_M: gl.constexpr,
+):  # fmt: skip
+    """_tile over the whole of K, or over split `split`'s K tiles: every split but the last takes PER whole tiles,
+    the last the rest (with the tile that K ends inside)."""
+    if K_SPLITS == 1:
+        _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
               OVERLAP_TILES)  # fmt: skip
+    else:
+        PER: gl.constexpr = _split_tiles(K, K_SPLITS)
+        if split < K_SPLITS - 1:
+            _tile(call, m0, PER * _TILE_K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS,
+                  TWO_PARTIALS, FAST, OVERLAP_TILES, K, split * PER, K_SPLITS, split, WS_M)  # fmt: skip
+        else:
+            _tile(call, m0, K - (K_SPLITS - 1) * PER * _TILE_K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE,
+                  PARITY_RINGS, TWO_PARTIALS, FAST, OVERLAP_TILES, K, (K_SPLITS - 1) * PER, K_SPLITS, split,
+                  WS_M)  # fmt: skip
+
+
+@gluon.constexpr_function
+def _split_tiles(K, splits):
+    """K tiles of each split but the last (which takes the rest, at least one)."""
+    return -(-_k_steps(K)[0] // splits)
+
+
+def _k_splits(splits: int, k: int) -> int:
+    """Splits a launch makes of K: at most `splits` (Sm90Config.k_splits), fewer where K has too few tiles for the
+    last split to get one (K of 2 tiles: 2 at most)."""
+    tiles = _k_steps(k)[0]
+    while splits > 1 and (splits - 1) * _split_tiles(k, splits) >= tiles:
+        splits -= 1
+    return splits
 
 
 def _narrowing(narrow: int, block_m: int) -> int:
@@ -818,6 +922,7 @@ def kernel_constexprs(
         "TWO_PARTIALS": bool(config.two_partials),
         "FAST": fast,
         "OVERLAP_TILES": int(config.overlap_tiles),
+        "K_SPLITS": _k_splits(config.k_splits, k),
     }
 
 
@@ -867,10 +972,16 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 **ws_constexprs(config, w.k, w.n), **launch_options(config),
             )  # fmt: skip
         elif schedule.numel():
-            _bmm1_sm90_kernel[(schedule.numel() * (w.n // config.block_n),)](
+            constexprs = kernel_constexprs(config, tile, w.k, w.n, w.f16, w.zero_scale, w.fast)
+            tiles, splits = schedule.numel() * (w.n // config.block_n), constexprs["K_SPLITS"]
+            sums, arrivals = bias, schedule  # unused with one split
+            if splits > 1:
+                device = gather_indx.device
+                sums = torch.empty(tiles * splits * config.block_n * config.block_m, dtype=torch.float32, device=device)
+                arrivals = ragged.arrivals(tiles)
+            _bmm1_sm90_kernel[(tiles * splits,)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
-                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit),
-                **kernel_constexprs(config, tile, w.k, w.n, w.f16, w.zero_scale, w.fast),
-                num_warps=config.num_warps, maxnreg=config.maxnreg,
+                ragged.slice_offs, schedule, x_scale, out_scale, out, sums, arrivals, float(alpha), float(limit),
+                **constexprs, num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

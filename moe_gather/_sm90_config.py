@@ -47,6 +47,9 @@ class Sm90Config:
     # (decode: few programs, each bound by its chain). block_m 16 to 64; maxnreg caps the 12 warps (default 168); 3
     # stages or more (a consumer's pair waits on two of its slots two steps apart before releasing the first).
     split_k: bool = False
+    # Programs that split each tile's K tiles (fewer where K has fewer tiles): each stores its fp32 sum, and the last
+    # to finish adds them in split order (deterministic) and runs the epilogue. Decode: few tiles, each a long chain.
+    k_splits: int = 1
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -78,6 +81,13 @@ class Sm90Config:
             )
         if (self.persistent or self.split_k) and not self.warp_specialized:
             raise ValueError(f"Sm90Config: persistent and split_k are the warp-specialized tile's, got {self}")
+        if not 1 <= self.k_splits <= 16 or (
+            self.k_splits > 1 and (self.tail_rows or self.split_at or self.warp_specialized)
+        ):
+            raise ValueError(
+                "Sm90Config: k_splits is 1 to 16, and above 1 without tail_rows, split_at or warp_specialized,"
+                f" got {self}"
+            )
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow_last_tile not in (0, 1, 2):

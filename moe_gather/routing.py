@@ -130,6 +130,15 @@ class RaggedMetadata:
             self._buckets[key] = _tile(self.slice_sizes, block_m, bound, self.tokens, extra)[1]
         return self._buckets[key]
 
+    def arrivals(self, tiles: int) -> torch.Tensor:
+        """int32 zeros [tiles] on the device, made once per metadata: the counters a launch's K splits arrive on (the
+        last one of each tile sets its counter back to zero). Launches that share them run in stream order: two
+        concurrent launches on one metadata (on two streams) would share counters."""
+        key = ("arrivals", tiles)
+        if key not in self._buckets:
+            self._buckets[key] = torch.zeros(tiles, dtype=torch.int32, device=self.slice_sizes.device)
+        return self._buckets[key]
+
     def widest_first(self, block_m: int, extra: int = 0) -> torch.Tensor:
         """schedule(block_m, extra) ordered by the rows each tile holds, most first (stable: among equals, slices and
         their tiles keep their order), so that slices' last tiles, narrower and cheaper than whole ones, run in the

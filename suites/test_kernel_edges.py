@@ -259,6 +259,38 @@ def test_k_ending_anywhere_through_split_k(params, sm90, config, k):
     _check(problem, weights, f"K = {k}, {config}", config=config)
 
 
+# The table kernel with each tile's K tiles split between programs (the last to finish adds the sums): the first
+# entries' tiles and the block_m 64 one, 2 to 8 splits (8: gpt-oss's 23 K tiles as 3 each and 2 for the last).
+K_SPLITS_PLANS = [
+    _sm90.Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True, k_splits=4),
+    _sm90.Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2, k_splits=2),
+    _sm90.Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, k_splits=3),
+    _sm90.Sm90Config(16, 4, 4, narrow_last_tile=1, k_splits=8),
+]
+
+
+@pytest.mark.parametrize("k", [32, 256, 384, 640, 2816, 2880, 2912])
+@pytest.mark.parametrize("config", K_SPLITS_PLANS[:1], ids=str)
+def test_k_ending_anywhere_through_k_splits(params, sm90, precision, config, k):
+    """k_splits 4 where K has 1 tile (no split), 2 (two splits of one), 3 and 5 (fewer tiles in the last split), 22
+    and 23 with a partial tile (in the last split) and 23 whole."""
+    problem, weights = _k_problem(k, precision)
+    _check(problem, weights, f"K = {k}, {config}", config=config)
+
+
+def test_k_splits_are_deterministic_and_leave_their_counters_zero(params, sm90, weights):
+    """Whichever split finishes last, the sums are added in split order: two launches give the same bytes; each
+    tile's counter is back to zero after a launch (the next one counts from it)."""
+    problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
+    config = K_SPLITS_PLANS[0]
+    first = _check(problem, weights, f"launch plan {config}", config=config)
+    second = bmm1.run_problem(problem, weights, config=config)
+    torch.cuda.synchronize()
+    assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
+    counters = [v for key, v in problem.routing.ragged._buckets.items() if key[0] == "arrivals"]
+    assert counters and all(int(c.abs().sum()) == 0 for c in counters)
+
+
 # Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
 # on another tile than the table's, and each entry with the other grid order (widest_first).
 OPT_IN_PLANS = [
@@ -275,6 +307,7 @@ OPT_IN_PLANS = [
     ),
     # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
     *SPLIT_K_PLANS,
+    *K_SPLITS_PLANS,
 ]
 
 

@@ -242,16 +242,18 @@ def test_nan_scale_is_refused():
 SIGNATURE = {
     "x_ptr": "*fp8e4nv", "words_ptr": "*i32", "scales_ptr": "*i32", "bias_ptr": "*fp32",
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
-    "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "alpha": "fp32", "limit": "fp32",
+    "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "sums_ptr": "*fp32",
+    "arrivals_ptr": "*i32", "alpha": "fp32", "limit": "fp32",
     # the launcher's compile-time arguments, by their names in kernel_constexprs
     **dict.fromkeys(_sm90.kernel_constexprs(_sm90.CONFIGS[0][1], 0, 2880, 5760, False, False), "constexpr"),
 }  # fmt: skip
 ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's launcher sees for torch allocations
+ALIGNED_SPLITS = ALIGNED | {(i,): [["tt.divisibility", 16]] for i in (11, 12)}  # the table kernel's sums, arrivals
 
 
 def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False, fast=False):
     constexprs = _sm90.kernel_constexprs(config, tile, k, n, f16, zero_scale, fast)
-    src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED)
+    src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED_SPLITS)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
@@ -469,7 +471,9 @@ SPLIT_K_CONFIG = _sm90.Sm90Config(16, 6, 8, maxnreg=80, warp_specialized=True, s
 
 def compile_sm90_ws(config, k=2880, n=5760):
     constexprs = _sm90_ws.ws_constexprs(config, k, n)
-    signature = {name: kind for name, kind in SIGNATURE.items() if kind != "constexpr"} | {"items": "i32"}
+    table_only = ("sums_ptr", "arrivals_ptr")  # the table kernel's K splits
+    signature = {name: kind for name, kind in SIGNATURE.items() if kind != "constexpr" and name not in table_only}
+    signature |= {"items": "i32"}
     signature |= dict.fromkeys(constexprs, "constexpr")
     src = GluonASTSource(_sm90_ws.bmm1_sm90_ws_kernel, signature, constexprs=constexprs, attrs=ALIGNED)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=_sm90_ws.launch_options(config))
@@ -576,6 +580,45 @@ def test_split_k_consumers_each_take_half_the_k_tiles(tmp_path):
     plain = compile_sm90_ws(replace(SPLIT_K_CONFIG, split_k=False, block_m=128, maxnreg=None)).asm["ptx"]
     assert ptx.count("mbarrier.init") == plain.count("mbarrier.init") + 2
     assert kernel.metadata.shared <= 113 * 1024  # two programs a multiprocessor (1 KB of each kept by the hardware)
+
+
+def test_k_splits_configs_are_refused_outside_the_table_kernel():
+    base = _sm90.Sm90Config(32, 4, 4, k_splits=4)
+    for fields in ({"k_splits": 0}, {"k_splits": 17}, {"tail_rows": 16}, {"split_at": 64}):
+        with pytest.raises(ValueError, match="k_splits is 1 to 16"):
+            replace(base, **fields)
+    with pytest.raises(ValueError, match="k_splits is 1 to 16"):
+        replace(WS_CONFIG, k_splits=2)
+
+
+@pytest.mark.parametrize(
+    ("asked", "k", "made"), [(4, 2880, 4), (8, 2880, 8), (16, 2880, 12), (4, 32, 1), (4, 256, 2), (4, 384, 3)]
+)
+def test_k_splits_as_k_allows(asked, k, made):
+    """Every split gets a K tile at least: the first ones cdiv(tiles, splits) each, the last the rest."""
+    assert _sm90._k_splits(asked, k) == made
+    tiles = -(-k // 128)
+    per = _sm90._split_tiles(k, made)
+    assert 0 < tiles - (made - 1) * per <= per
+
+
+def test_k_splits_launch_plan(monkeypatch):
+    """A tile's splits are consecutive programs: the grid is tiles x splits, the sums' buffer holds each split's
+    [block_n, block_m] and the counters (zeros, made once per metadata) one per tile."""
+    launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 7, 11, 12)  # schedule, sums, arrivals
+    config = _sm90.Sm90Config(block_m=16, num_stages=4, num_warps=4, k_splits=4)
+    w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=640))
+    from moe_gather.routing import make_ragged_metadata
+
+    ragged = make_ragged_metadata(torch.tensor([40, 3], dtype=torch.int32), 43, 4)
+    gather = torch.zeros(43, dtype=torch.int32)
+    for _ in range(2):
+        _sm90.launch(None, w, torch.zeros(2, 128), gather, ragged, None, None, 1.0, 1.0, None, config)
+    (grid, schedule, sums, arrivals, kwargs), (_, _, _, again, _) = launches
+    tiles = schedule.numel() * 2  # N = 128: two 64-row blocks
+    assert kwargs["K_SPLITS"] == 3  # K = 640: 5 tiles, as 2, 2 and 1
+    assert grid == (tiles * 3,) and sums.numel() == tiles * 3 * 64 * 16 and sums.dtype == torch.float32
+    assert arrivals.shape == (tiles,) and int(arrivals.abs().sum()) == 0 and again is arrivals
 
 
 def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):

@@ -102,8 +102,8 @@ def main():
             ]
             flags += [
                 f"{name}={getattr(config, name)}"
-                for name in ("narrow_last_tile", "tail_rows", "overlap_tiles")
-                if getattr(config, name)
+                for name in ("narrow_last_tile", "tail_rows", "overlap_tiles", "k_splits")
+                if getattr(config, name) > (name == "k_splits")
             ]
             print(
                 f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} stages{config.num_stages} "
