@@ -24,13 +24,6 @@ def _approx(instruction: gl.constexpr, v):
     return gl.inline_asm_elementwise(instruction + " $0, $1;", "=r,r", [v], dtype=gl.float32, is_pure=True, pack=1)
 
 
-@gluon.constexpr_function
-def _epi_layout(BLOCK_N, VEC, num_warps):
-    """[tokens, weight rows] with VEC consecutive weight rows per thread."""
-    lanes_n = min(32, BLOCK_N // VEC)
-    return gl.BlockedLayout([1, VEC], [32 // lanes_n, lanes_n], [num_warps, 1], [1, 0])
-
-
 @gluon.jit
 def swiglu_store(
     acc,  # fp32 [BLOCK_N, BLOCK_M]: weight rows (interleaved gate, linear) x the tile's tokens
@@ -42,15 +35,14 @@ def swiglu_store(
     NAN_MIN_MAX: gl.constexpr = False,  # the clamps as min / max that keep NaN (one instruction each); else selects
     ACC_SCALE: gl.constexpr = 1.0,  # a power of two the accumulator carries: folded into x_scale (exact)
 ):  # fmt: skip
-    epi_layout: gl.constexpr = _epi_layout(BLOCK_N, VEC, gl.num_warps())
-    # bias and scales first: their loads run during the transpose through shared memory
+    LANES_N: gl.constexpr = min(32, BLOCK_N // VEC)
+    epi_layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // LANES_N, LANES_N], [gl.num_warps(), 1], [1, 0])
+    z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
     offs_en = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, epi_layout))
     bias = gl.load(bias_ptr + row0 + offs_en)
     x_scale = gl.load(x_scale_ptr)
     if ACC_SCALE != 1.0:
         x_scale = x_scale * ACC_SCALE
-    inv_out_scale = gl.div_rn(1.0, gl.load(out_scale_ptr))
-    z = gl.convert_layout(gl.permute(acc, (1, 0)), epi_layout)  # [BLOCK_M, BLOCK_N]
     z = gl.fma(z, x_scale, bias[None, :])
     gate, linear = gl.split(z.reshape([BLOCK_M, BLOCK_N // 2, 2]))
     if NAN_MIN_MAX:  # as torch.minimum and torch.clamp
@@ -61,7 +53,7 @@ def swiglu_store(
         linear = gl.where(linear > limit, limit, gl.where(linear < -limit, -limit, linear))
     sigmoid = _approx("rcp.approx.ftz.f32", 1.0 + _approx("ex2.approx.ftz.f32", gate * (alpha * _MINUS_LOG2E)))
     y = gate * sigmoid * (linear + 1.0)
-    out = (y * inv_out_scale).to(gl.float8e4nv)
+    out = (y * gl.div_rn(1.0, gl.load(out_scale_ptr))).to(gl.float8e4nv)
     out_layout: gl.constexpr = out.type.layout
     offs_om = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
     offs_on = pid_n * (BLOCK_N // 2) + gl.arange(0, BLOCK_N // 2, layout=gl.SliceLayout(0, out_layout))

@@ -331,15 +331,14 @@ def _issue_loads(tile, stage: _Buffers, src: _Sources, K: gl.constexpr, N: gl.co
     """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`; x zero-filled from K on (the words and
     scales hold zeros there), nothing from tile K_TILES on. The loop passes the end of the whole tiles as K and
     K_TILES, so that its copies past them (the tile that K ends inside was step 0's) move nothing."""
-    # The weights first: their addresses need only the expert, x's the gathered rows (a load more to wait on).
-    w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
-    in_w = (src.offs_wc >= 0) & (tile < K_TILES)
-    cp.async_copy_global_to_shared(stage.w, src.w + tile * w_tile, mask=in_w[None, :])
-    cp.async_copy_global_to_shared(stage.s, src.s + tile * N, mask=(src.offs_s >= 0) & (tile < K_TILES))
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(stage.x, src.x + k0, mask=(src.offs_xk < K - k0)[None, :])
     if TAIL_ROWS:
         cp.async_copy_global_to_shared(stage.x_tail, src.x_tail + k0, mask=(src.offs_xk < K - k0)[None, :])
+    w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
+    in_w = (src.offs_wc >= 0) & (tile < K_TILES)
+    cp.async_copy_global_to_shared(stage.w, src.w + tile * w_tile, mask=in_w[None, :])
+    cp.async_copy_global_to_shared(stage.s, src.s + tile * N, mask=(src.offs_s >= 0) & (tile < K_TILES))
     cp.commit_group()
 
 
@@ -668,7 +667,6 @@ def _tile(
 
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
-    ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0
     offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
     # Words [row block, K tile, row, word]: one K tile of 64 rows is 4 KB in one piece.
@@ -775,6 +773,7 @@ def _tile(
     cp.wait_group(0)
 
     acc = sums.acc
+    ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0
     ACC_TIMES: gl.constexpr = 64.0 if not F16 and not FAST else 1.0  # the bit-spread encoding's 2 ** -6 (exact)
     if K_SPLITS > 1:  # the last of the tile's programs to finish adds the sums and runs the epilogue
         if _hand_in(acc, call, m0, split, K_SPLITS, WS_M):
