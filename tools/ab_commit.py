@@ -1,7 +1,7 @@
 """A/B in one process: this tree's kernel against another commit's, on the same problems and the same GPU.
 
     mkdir -p .peers/base && git archive BASE moe_gather | tar -x -C .peers/base
-    python3 tools/ab_commit.py .peers/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json]   # on the GPU
+    python3 tools/ab_commit.py .peers/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json] [--precision fast]
 
 (The base is unpacked from git into the ignored .peers/, so that a GPU machine that gets a copy of the working tree
 without its history can run it.)
@@ -44,13 +44,15 @@ def main():
     parser.add_argument("cases", help="comma-separated, e.g. uniform-bs128,zipf-bs2048 (gpt-oss-120b)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
     args = parser.parse_args()
     sides = {"new": (bmm1, problem), "base": import_base(args.base)}
     setups = {}
     for side, (kernel, problems) in sides.items():
         model = problems.MODELS["gpt-oss-120b"]
         params = problems.make_expert_params(model, "cuda")
-        setups[side] = (kernel, problems, model, params, kernel.prepare_weights(params.weights))
+        weights = kernel.prepare_weights(params.weights, precision=args.precision)
+        setups[side] = (kernel, problems, model, params, weights)
     rows = []
     for name in args.cases.split(","):
         routing, batch = name.split("-bs")
