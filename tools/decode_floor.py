@@ -4,6 +4,7 @@
                                           # captured in one graph, for an empty kernel and the decode cases
     python3 tools/decode_floor.py reads   # a plain Triton read of 1-16 experts' bytes on 90-528 programs, and the
                                           # kernel at uniform-bs2 / zipf-bs2 / uniform-bs8 against K
+    python3 tools/decode_floor.py splits  # the table's tile with k_splits 1, 2, 4 on five decode cases, both ways
 
 The fast precision's kernel, gpt-oss-120b. results/h200/fast/decode_floor_*.log hold the H200's figures.
 """
@@ -84,5 +85,20 @@ def reads():
             print(f"K {k} {routing}-bs{batch}: {t:.2f} us ({problem.bytes() / t / 1e6:.2f} TB/s)", flush=True)
 
 
+def splits():
+    model = MODELS["gpt-oss-120b"]
+    params = make_expert_params(model, "cuda")
+    weights = bmm1.prepare_weights(params.weights, precision="fast")
+    for name in ("uniform-bs2", "zipf-bs1", "uniform-bs8", "zipf-bs8", "uniform-bs64"):
+        routing, batch = name.split("-bs")
+        problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
+        table = bmm1.select_config(problem.routing.ragged, precision="fast")
+        for s in (1, 2, 4):
+            config = dataclasses.replace(table, k_splits=s)
+            call = lambda problem=problem, config=config: bmm1.run_problem(problem, weights, config=config)
+            graph, suite = one_graph_us(call), suite_us(call)
+            print(f"{name} k_splits={s}: one graph {graph:.2f} us, suite {suite:.2f} us", flush=True)
+
+
 if __name__ == "__main__":
-    {"floor": floor, "reads": reads}[sys.argv[1]]()
+    {"floor": floor, "reads": reads, "splits": splits}[sys.argv[1]]()

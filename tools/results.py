@@ -29,6 +29,7 @@ from moe_gather.problem import MODELS  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 import mutants  # noqa: E402
+import ncu_regions  # noqa: E402
 
 
 def _rel(path: Path) -> str:
@@ -345,6 +346,72 @@ def _decode_floor() -> list[str]:
     ]
 
 
+SPLITS_LINE = re.compile(
+    r"^(?P<case>\S+) k_splits=(?P<s>\d+): one graph (?P<graph>[\d.]+) us, suite (?P<suite>[\d.]+) us", re.M
+)
+DURATION = re.compile(r"Duration\s+us\s+([\d.]+)")
+
+
+def _k_splits() -> list[str]:
+    """k_splits: the sweep (sweep_k_splits.json), decode device times (decode_floor_splits.log), where one decode
+    launch's warps spend their time (the ncu_uniform-bs2*.csv source pages), its GPU tests and sanitizers."""
+    times: dict[str, dict[int, float]] = {}
+    for row in json.loads((FAST / "sweep_k_splits.json").read_text()):
+        times.setdefault(row["case"], {})[row["k_splits"]] = row["us"]
+    splits = sorted({s for row in times.values() for s in row})
+    sweep = [
+        "| case | " + " | ".join(f"k_splits {s}" for s in splits) + " | best / 1 |",
+        "|---|" + "---:|" * (len(splits) + 1),
+        *(f"| {case} | " + " | ".join(f"{row[s]:.1f}" for s in splits) + f" | {min(row.values()) / row[1]:.2f} |"
+          for case, row in times.items()),
+    ]  # fmt: skip
+    one_graph: dict[str, dict[str, tuple[str, str]]] = {}
+    for m in SPLITS_LINE.finditer((FAST / "decode_floor_splits.log").read_text()):
+        one_graph.setdefault(m["case"], {})[m["s"]] = (m["graph"], m["suite"])
+    ks = sorted({s for row in one_graph.values() for s in row}, key=int)
+    device = [
+        "| case | " + " | ".join(f"k_splits {s}: one graph / suite us" for s in ks) + " |",
+        "|---|" + "---:|" * len(ks),
+        *(f"| {case} | " + " | ".join(" / ".join(row[s]) for s in ks) + " |" for case, row in one_graph.items()),
+    ]
+    profiles = []
+    for name, label in (("ncu_uniform-bs2", "the table's tile"), ("ncu_uniform-bs2_k_splits4", "k_splits 4")):
+        duration = DURATION.search((FAST / f"{name}.txt").read_text())[1]
+        regions = ncu_regions.summary(FAST / f"{name}.csv").replace("\n", "; ")
+        profiles.append(f"- {label} (`{name}.csv`, `{name}.txt`): {duration} us under ncu; {regions}.")
+    return [
+        "Each tile's K tiles split between programs, the last to finish adding their sums (opt-in, "
+        "`Sm90Config.k_splits`), on the fast table's first entry. Suite timing, us (`sweep_k_splits.json`: "
+        '`python tools/sweep_sm90.py --precision fast --cases ... --configs "E0;E0,k_splits=2;..." --json ...`, E0 '
+        "the entry's fields):",
+        "",
+        *sweep,
+        "",
+        "Per call with 20 calls in one graph (the host's launch cost paid once) and as the suite times it "
+        "(`decode_floor_splits.log`: `python tools/decode_floor.py splits`):",
+        "",
+        *device,
+        "",
+        "Where one launch's warps spend their time at uniform-bs2 (one expert, one row: 90 programs of 4 warps; "
+        "k_splits 4: 360), by region of the SASS, from Nsight Compute's stall sampling (`ncu --section "
+        "SourceCounters ... python3 tools/sanitize_case.py uniform 2`, reduced by `tools/ncu_regions.py`; ncu runs "
+        "the SMs at 1.36 GHz):",
+        "",
+        *profiles,
+        "",
+        f"Against the reference: {_closing(FAST / 'k_splits_edges_fast.log')} with --precision fast "
+        f"(`k_splits_edges_fast.log`), {_closing(FAST / 'k_splits_edges_accurate.log')} with accurate "
+        "(`k_splits_edges_accurate.log`): `pytest suites/test_kernel_edges.py --gpu hopper --precision P -k "
+        "k_splits`, which selects the k_splits tests and, by their ids, every opt-in plan. compute-sanitizer with "
+        "k_splits 4 on the table's choice (`k_splits_sanitize.log`: `PRECISION=fast MOE_GATHER_SM90_FORCE=k_splits=4 "
+        "bash tools/sanitize.sh` with the cases below):",
+        "",
+        "| tool | case | N | config | summary | exit |",
+        "|---|---|---:|---|---|---:|",
+        *_sanitize_rows(FAST / "k_splits_sanitize.log"),
+    ]
+
+
 def _beside_accurate(rows: list[dict], accurate: dict) -> tuple[list[str], list[str]]:
     """Fast's rows beside the accurate precision's times on the same cases: summary lines and a per-case table."""
     over_accurate = [accurate[r["case"]]["us"] / r["us"] for r in rows]
@@ -457,6 +524,10 @@ def fast() -> str:
         "",
         *_decode_floor(),
         "",
+        "## Split K across programs",
+        "",
+        *_k_splits(),
+        "",
         "## Accuracy",
         "",
         *[f"- `{run['command']}` ({run['stack']})" for run in acc_runs],
@@ -484,15 +555,17 @@ def fast() -> str:
         "|---|---|---:|---|---|---:|",
         *sanitize,
         "",
-        f"The warp-specialized tile's split_k form (opt-in): {_closing(FAST / 'split_k_edges.log')} "
+        f"The warp-specialized tile's split_k form (opt-in), K ending anywhere: {_closing(FAST / 'split_k_edges.log')} "
         "(`split_k_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k "
-        '"split_k or opt_in"`); compute-sanitizer on a decode case (`split_k_sanitize.log`: `PRECISION=fast '
-        "MOE_GATHER_SM90_FORCE=... bash tools/sanitize.sh` with the cases below; the racecheck run's hazards by "
-        "where they were written and read are in the log, docs/sm90.md says what they are).",
+        "through_split_k`; its opt-in plans ran in `k_splits_edges_fast.log`, above); compute-sanitizer on a decode "
+        "case, one item a program (`split_k_sanitize.log`) and persistent (`split_k_persistent_sanitize.log`): "
+        "`PRECISION=fast MOE_GATHER_SM90_FORCE=... bash tools/sanitize.sh` with the cases below; each racecheck run's "
+        "hazards by where they were written and read are in its log, docs/sm90.md says what they are.",
         "",
         "| tool | case | N | config | summary | exit |",
         "|---|---|---:|---|---|---:|",
         *_sanitize_rows(FAST / "split_k_sanitize.log"),
+        *_sanitize_rows(FAST / "split_k_persistent_sanitize.log"),
     ]) + "\n"  # fmt: skip
 
 

@@ -1,0 +1,66 @@
+"""Where one kernel launch spends its warps' time, from Nsight Compute's source page (SASS, per instruction).
+
+    ncu --section SourceCounters ... -o rep python3 tools/sanitize_case.py uniform 2
+    ncu -i rep.ncu-rep --page source --csv --print-source sass > full.csv
+    python3 tools/ncu_regions.py reduce full.csv small.csv   # the columns below only (results/ keeps these)
+    python3 tools/ncu_regions.py summary small.csv           # instructions and stall samples by region
+
+Regions by address: from the first to the last instruction that a warp runs more than once (the K loops, with what
+lies between them), what comes before (the start: schedule, slice and gather loads, the ring's first copies) and
+after (the drain, the epilogue, and with k_splits the hand-in).
+"""
+
+import csv
+import sys
+
+SAMPLES = "Warp Stall Sampling (All Samples)"
+EXECUTED = "Instructions Executed"
+STALLS = ("stall_long_sb", "stall_barrier", "stall_selected", "stall_wait", "stall_short_sb", "stall_membar",
+          "stall_not_selected", "stall_imc", "stall_math", "stall_mio", "stall_lg", "stall_dispatch")  # fmt: skip
+COLUMNS = ("Address", "Source", EXECUTED, SAMPLES, *STALLS)
+
+
+def reduce(full: str, small: str) -> None:
+    with open(full) as f:
+        rows = list(csv.reader(f))
+    header = next(i for i, row in enumerate(rows) if row and row[0] == "Address")
+    index = {name: i for i, name in enumerate(rows[header])}
+    with open(small, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(COLUMNS)
+        out.writerows([row[index[c]] for c in COLUMNS] for row in rows[header + 1 :] if row)
+
+
+def regions(small: str) -> dict[str, dict[str, float]]:
+    """{'start' | 'loop' | 'end': {'instructions': per warp, 'samples': share, stall: share of the region}}."""
+    with open(small) as f:
+        rows = list(csv.DictReader(f))
+    counts = [int(r[EXECUTED] or 0) for r in rows]
+    once = counts[0]  # the kernel's first instruction: every warp runs it once
+    loop = [i for i, c in enumerate(counts) if c > once]  # run more than once a warp: in a K loop
+    first, last = loop[0], loop[-1]
+    total = sum(int(r[SAMPLES] or 0) for r in rows)
+    result = {}
+    for name, span in (("start", rows[:first]), ("loop", rows[first : last + 1]), ("end", rows[last + 1 :])):
+        samples = sum(int(r[SAMPLES] or 0) for r in span)
+        stalls = {s: sum(int(r[s] or 0) for r in span) / max(samples, 1) for s in STALLS}
+        result[name] = {"instructions": sum(int(r[EXECUTED] or 0) for r in span) / once,
+                        "samples": samples / total, **stalls}  # fmt: skip
+    return result
+
+
+def summary(small: str) -> str:
+    lines = []
+    for name, r in regions(small).items():
+        top = sorted(STALLS, key=lambda s: -r[s])[:3]
+        stalls = ", ".join(f"{s[6:]} {r[s]:.0%}" for s in top)
+        share = f"{r['samples']:.0%} of the samples"
+        lines.append(f"{name}: {r['instructions']:.0f} instructions a warp, {share} ({stalls})")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "reduce":
+        reduce(sys.argv[2], sys.argv[3])
+    else:
+        print(summary(sys.argv[2]))
