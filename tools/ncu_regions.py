@@ -2,7 +2,7 @@
 
     ncu --section SourceCounters ... -o rep python3 tools/sanitize_case.py uniform 2
     ncu -i rep.ncu-rep --page source --csv --print-source sass > full.csv
-    python3 tools/ncu_regions.py reduce full.csv small.csv   # the columns below only (results/ keeps these)
+    python3 tools/ncu_regions.py reduce full.csv small.csv   # the columns below, rows run or sampled (results/)
     python3 tools/ncu_regions.py summary small.csv           # instructions and stall samples by region
 
 Regions by address: from the first to the last instruction that a warp runs more than once (the K loops, with what
@@ -28,7 +28,8 @@ def reduce(full: str, small: str) -> None:
     with open(small, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(COLUMNS)
-        out.writerows([row[index[c]] for c in COLUMNS] for row in rows[header + 1 :] if row)
+        kept = (row for row in rows[header + 1 :] if row and {row[index[EXECUTED]], row[index[SAMPLES]]} - {"", "0"})
+        out.writerows([row[index[c]] for c in COLUMNS] for row in kept)
 
 
 def regions(small: str) -> dict[str, dict[str, float]]:
