@@ -238,6 +238,10 @@ FAST_SWEEPS = {
     "sweep_split_k.log": [f"block_m=32,num_stages=4,{_D}", f"block_m=16,{_S},maxnreg=80",
                           f"block_m=32,narrow_last_tile=2,{_S},maxnreg=80", f"block_m=16,{_S}",
                           f"block_m=16,num_stages=6,{_S},maxnreg=80"] * 2,
+    "sweep_overlap_small.log": [f"block_m=32,num_stages=4,{_D}", f"block_m=32,num_stages=4,{_D},overlap_tiles=2",
+                                f"block_m=32,num_stages=6,{_D},overlap_tiles=2"] * 2,
+    "sweep_overlap_entry1.log": ["block_m=32,num_stages=4,num_warps=8,maxnreg=80," + _P,
+                                 f"block_m=32,num_stages=4,num_warps=8,maxnreg=80,{_O}"] * 2,
 }  # fmt: skip
 SWEEP_LINE = re.compile(r"^\s*(?P<case>\S+) m\d+ .*?:\s+(?P<us>[\d.]+) us", re.M)
 
