@@ -8,6 +8,7 @@ import pytest
 import torch
 import triton
 from _ptxas import after_main_loop_sass, innermost_loops_sass, main_loop_sass, ptxas_report
+from test_kernel_edges import K_SPLITS_PLANS
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 
@@ -600,6 +601,18 @@ def test_k_splits_as_k_allows(asked, k, made):
     tiles = -(-k // 128)
     per = _sm90._split_tiles(k, made)
     assert 0 < tiles - (made - 1) * per <= per
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["accurate", "fast"])
+@pytest.mark.parametrize("config", K_SPLITS_PLANS, ids=str)
+def test_k_splits_plans_compile_with_their_hand_in(config, fast, tmp_path):
+    """Every k_splits plan the GPU tests run compiles for sm_90a with its hand-in (a predicated, acquire-release atomic
+    at GPU scope on the tile's counter) and spills at most 8 bytes (the first entry's, fast, at its 80-register cap)."""
+    ptx = compile_sm90(config, fast=fast).asm["ptx"]
+    atomics = re.findall(r"^\s*(@%p\d+ )?atom\.global\.gpu\.acq_rel\.add\.u32", ptx, re.M)
+    assert atomics and all(atomics), "one thread of the program counts its split in"
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", ptxas_report(ptx, "sm_90a", tmp_path))
+    assert all(int(b) <= 8 for b in spills.groups()), spills[0]
 
 
 def test_k_splits_launch_plan(monkeypatch):
