@@ -586,6 +586,21 @@ class _Call:
 
 
 @gluon.jit
+def _store(acc, call: _Call, row0, m0, N: gl.constexpr, ACC_TIMES: gl.constexpr, ACC_SCALE: gl.constexpr):
+    """The tile's epilogue (acc times ACC_TIMES, exact; ACC_SCALE folded into x_scale); block_m 128 takes its wide
+    form (see _epilogue)."""
+    if ACC_TIMES != 1.0:
+        acc = acc * ACC_TIMES
+    BLOCK_N: gl.constexpr = acc.shape[0]
+    BLOCK_M: gl.constexpr = acc.shape[1]
+    swiglu_store(
+        acc, call.bias, call.x_scale, call.out_scale, call.out, call.alpha, call.limit, row0, m0, call.pid_n,
+        call.start, call.size, N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,
+        ACC_SCALE=ACC_SCALE,
+    )  # fmt: skip
+
+
+@gluon.jit
 def _split_ptrs(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
     """Where the program's tile keeps its splits' sums: the base of split 0's (add s * BLOCK_N * WS_M for split s),
     the offsets of the accumulator's elements, and the mask of the slice's rows."""
@@ -603,8 +618,9 @@ def _split_ptrs(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr
 @gluon.jit
 def _hand_in(acc, call: _Call, m0, split, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
     """Store this split's sum (the slice's rows only) and count it in; True for the tile's last split to arrive,
-    which sets the count back to zero for the next launch. Every thread's stores are ordered before the count by
-    the CTA barrier and the atomic's release (and the last split's reads after it by its acquire)."""
+    which sets the count back to zero for the next launch. One thread counts (Triton predicates a scalar atomic):
+    every thread's stores are ordered before it by the CTA barrier and the atomic's release; the last split's loads
+    after its acquire by the barrier through which Triton shares the atomic's result."""
     base, offs, rows = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
     gl.store(base + split * (acc.shape[0] * WS_M) + offs, acc, mask=rows)
     gl.thread_barrier()
@@ -622,7 +638,7 @@ def _sum_splits(acc, call: _Call, m0, split, K_SPLITS: gl.constexpr, WS_M: gl.co
     base, offs, rows = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
     stride: gl.constexpr = acc.shape[0] * WS_M
     total = gl.where(split == 0, acc, gl.load(base + offs, mask=rows & (split != 0), other=0.0, cache_modifier=".cg"))
-    for s in range(1, K_SPLITS):  # a loop, not unrolled: one split's sum in registers at a time
+    for s in range(1, K_SPLITS):  # in split order
         other = gl.load(base + s * stride + offs, mask=rows & (split != s), other=0.0, cache_modifier=".cg")
         total = total + gl.where(split == s, acc, other)
     return total
@@ -777,22 +793,9 @@ def _tile(
     ACC_TIMES: gl.constexpr = 64.0 if not F16 and not FAST else 1.0  # the bit-spread encoding's 2 ** -6 (exact)
     if K_SPLITS > 1:  # the last of the tile's programs to finish adds the sums and runs the epilogue
         if _hand_in(acc, call, m0, split, K_SPLITS, WS_M):
-            acc = _sum_splits(acc, call, m0, split, K_SPLITS, WS_M)
-            if ACC_TIMES != 1.0:
-                acc = acc * ACC_TIMES
-            swiglu_store(
-                acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
-                N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,
-                ACC_SCALE=ACC_SCALE,
-            )  # fmt: skip
+            _store(_sum_splits(acc, call, m0, split, K_SPLITS, WS_M), call, row0, m0, N, ACC_TIMES, ACC_SCALE)
     else:
-        if ACC_TIMES != 1.0:
-            acc = acc * ACC_TIMES
-        swiglu_store(
-            acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
-            N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,  # see _epilogue
-            ACC_SCALE=ACC_SCALE,
-        )  # fmt: skip
+        _store(acc, call, row0, m0, N, ACC_TIMES, ACC_SCALE)
     if TAIL_ROWS:  # (the fp8 paths only)
         swiglu_store(sums.acc_tail * ACC_TIMES, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
                      m0 + BLOCK_M, pid_n, start, size, N, TAIL_ROWS, BLOCK_N, ACC_SCALE=ACC_SCALE)  # fmt: skip
@@ -890,8 +893,8 @@ def _split_tiles(K, splits):
 
 
 def _k_splits(splits: int, k: int) -> int:
-    """Splits a launch makes of K: at most `splits` (Sm90Config.k_splits), fewer where K has too few tiles for the
-    last split to get one (K of 2 tiles: 2 at most)."""
+    """Splits a launch makes of K: at most `splits` (Sm90Config.k_splits), fewer where the last split would get no
+    tile after the others' cdiv(tiles, splits) each (K of 2 tiles: 2 at most; 23 tiles: 12 at most)."""
     tiles = _k_steps(k)[0]
     while splits > 1 and (splits - 1) * _split_tiles(k, splits) >= tiles:
         splits -= 1
@@ -938,6 +941,10 @@ def prepare_for(w, precision: str | None = None) -> Sm90Weights:
         return prepare_weights(w, precision="accurate")
 
 
+# fp32 sums a k_splits launch may allocate: decode needs well under 1 MiB; 8 splits at uniform-bs512 take 136 MiB.
+K_SPLITS_SCRATCH = 256 << 20
+
+
 @functools.cache
 def _multiprocessors(device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
@@ -973,13 +980,18 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             )  # fmt: skip
         elif schedule.numel():
             constexprs = kernel_constexprs(config, tile, w.k, w.n, w.f16, w.zero_scale, w.fast)
-            tiles, splits = schedule.numel() * (w.n // config.block_n), constexprs["K_SPLITS"]
+            grid_tiles, splits = schedule.numel() * (w.n // config.block_n), constexprs["K_SPLITS"]
             sums, arrivals = bias, schedule  # unused with one split
             if splits > 1:
-                device = gather_indx.device
-                sums = torch.empty(tiles * splits * config.block_n * config.block_m, dtype=torch.float32, device=device)
-                arrivals = ragged.arrivals(tiles)
-            _bmm1_sm90_kernel[(tiles * splits,)](
+                count = grid_tiles * splits * config.block_n * config.block_m
+                if count * 4 > K_SPLITS_SCRATCH:
+                    raise ValueError(
+                        f"config: k_splits={splits} at block_m {config.block_m} would keep {count * 4 / 2**20:.0f} MiB"
+                        f" of sums for {grid_tiles} tiles, over {K_SPLITS_SCRATCH >> 20} MiB: it is for decode"
+                    )
+                sums = torch.empty(count, dtype=torch.float32, device=gather_indx.device)
+                arrivals = ragged.arrivals(grid_tiles)
+            _bmm1_sm90_kernel[(grid_tiles * splits,)](
                 x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, sums, arrivals, float(alpha), float(limit),
                 **constexprs, num_warps=config.num_warps, maxnreg=config.maxnreg,

@@ -49,6 +49,8 @@ class Sm90Config:
     split_k: bool = False
     # Programs that split each tile's K tiles (fewer where K has fewer tiles): each stores its fp32 sum, and the last
     # to finish adds them in split order (deterministic) and runs the epilogue. Decode: few tiles, each a long chain.
+    # Up to 16 (gpt-oss's 23 K tiles give 12 at most). Its counters live in the RaggedMetadata: launches sharing one
+    # must run in stream order.
     k_splits: int = 1
 
     def __post_init__(self):

@@ -269,18 +269,19 @@ K_SPLITS_PLANS = [
 ]
 
 
-@pytest.mark.parametrize("k", [32, 256, 384, 640, 2816, 2880, 2912])
+@pytest.mark.parametrize("k", [32, 256, 384, 576, 640, 2816, 2880, 2912, 2944])
 @pytest.mark.parametrize("config", K_SPLITS_PLANS[:1], ids=str)
 def test_k_ending_anywhere_through_k_splits(params, sm90, precision, config, k):
-    """k_splits 4 where K has 1 tile (no split), 2 (two splits of one), 3 and 5 (fewer tiles in the last split), 22
-    and 23 with a partial tile (in the last split) and 23 whole."""
+    """k_splits 4 where K has 1 tile (no split), 2 and 3 (one each), 5 as 2, 2 and a partial tile alone (576) or a
+    whole one (640), 22 whole, 23 with a partial last tile (2880, 2912) and 23 whole (2944)."""
     problem, weights = _k_problem(k, precision)
     _check(problem, weights, f"K = {k}, {config}", config=config)
 
 
 def test_k_splits_are_deterministic_and_leave_their_counters_zero(params, sm90, weights):
-    """Whichever split finishes last, the sums are added in split order: two launches give the same bytes; each
-    tile's counter is back to zero after a launch (the next one counts from it)."""
+    """Two launches give the same bytes (the sums are added in split order whichever finishes last; the fp8 output
+    would hide most other orders, so this checks agreement, not the order) and each tile's counter is back to zero
+    after a launch (the next one counts from it)."""
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
     config = K_SPLITS_PLANS[0]
     first = _check(problem, weights, f"launch plan {config}", config=config)

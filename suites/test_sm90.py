@@ -14,6 +14,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 
 from moe_gather import _sm90, _sm90_ws
 from moe_gather.mxfp4 import MXFP4Weights, dequantize_mxfp4
+from moe_gather.routing import make_ragged_metadata
 
 
 def _random_weights(e=2, n=64, k=128, spread=6, seed=0):
@@ -433,8 +434,6 @@ def _record(monkeypatch, module, kernel, *positions):
 
 
 def _launch(w, sizes, config):
-    from moe_gather.routing import make_ragged_metadata
-
     ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 4)
     gather = torch.zeros(sum(sizes), dtype=torch.int32)
     _sm90.launch(None, w, None, gather, ragged, None, None, 1.0, 1.0, None, config)
@@ -621,8 +620,6 @@ def test_k_splits_launch_plan(monkeypatch):
     launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 7, 11, 12)  # schedule, sums, arrivals
     config = _sm90.Sm90Config(block_m=16, num_stages=4, num_warps=4, k_splits=4)
     w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=640))
-    from moe_gather.routing import make_ragged_metadata
-
     ragged = make_ragged_metadata(torch.tensor([40, 3], dtype=torch.int32), 43, 4)
     gather = torch.zeros(43, dtype=torch.int32)
     for _ in range(2):
@@ -632,6 +629,9 @@ def test_k_splits_launch_plan(monkeypatch):
     assert kwargs["K_SPLITS"] == 3  # K = 640: 5 tiles, as 2, 2 and 1
     assert grid == (tiles * 3,) and sums.numel() == tiles * 3 * 64 * 16 and sums.dtype == torch.float32
     assert arrivals.shape == (tiles,) and int(arrivals.abs().sum()) == 0 and again is arrivals
+    monkeypatch.setattr(_sm90, "K_SPLITS_SCRATCH", sums.numel() * 4 - 1)  # a byte short: refused by name
+    with pytest.raises(ValueError, match="k_splits=3 at block_m 16 would keep"):
+        _sm90.launch(None, w, torch.zeros(2, 128), gather, ragged, None, None, 1.0, 1.0, None, config)
 
 
 def test_split_config_launches_each_bucket_with_its_tile(recorded_launches):

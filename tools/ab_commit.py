@@ -51,7 +51,8 @@ def main():
     for side, (kernel, problems) in sides.items():
         model = problems.MODELS["gpt-oss-120b"]
         params = problems.make_expert_params(model, "cuda")
-        weights = kernel.prepare_weights(params.weights, precision=args.precision)
+        asked = {"precision": args.precision} if args.precision else {}  # a base may predate the argument
+        weights = kernel.prepare_weights(params.weights, **asked)
         setups[side] = (kernel, problems, model, params, weights)
     rows = []
     for name in args.cases.split(","):

@@ -5,12 +5,13 @@
     python3 tools/ncu_regions.py reduce full.csv small.csv   # the columns below, rows run or sampled (results/)
     python3 tools/ncu_regions.py summary small.csv           # instructions and stall samples by region
 
-Regions by address: from the first to the last instruction that a warp runs more than once (the K loops, with what
-lies between them), what comes before (the start: schedule, slice and gather loads, the ring's first copies) and
-after (the drain, the epilogue, and with k_splits the hand-in).
+Regions by address: the loops (each backward branch's span: the K loops), the code before the first (the start:
+schedule, slice and gather loads, the ring's first copies), between two loops (another tile width's or split's
+start), and after the last (the drain, the epilogue, and with k_splits the hand-in).
 """
 
 import csv
+import re
 import sys
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
@@ -32,17 +33,38 @@ def reduce(full: str, small: str) -> None:
         out.writerows([row[index[c]] for c in COLUMNS] for row in kept)
 
 
+BRANCH = re.compile(r"\bBRA (?:`?\()?(0x[0-9a-f]+)")
+
+
+def _region(address: int, loops: list[tuple[int, int]]) -> str:
+    if any(lo <= address <= hi for lo, hi in loops):
+        return "loop"
+    if address < loops[0][0]:
+        return "start"
+    return "end" if address > max(hi for _, hi in loops) else "between"
+
+
 def regions(small: str) -> dict[str, dict[str, float]]:
-    """{'start' | 'loop' | 'end': {'instructions': per warp, 'samples': share, stall: share of the region}}."""
+    """{'start' | 'loop' | 'between' | 'end': {'instructions': per warp, 'samples': share, stall: share of the
+    region}}. Loops are the spans of backward branches; 'between' is code between two loops (another tile width's or
+    another split's prologue)."""
     with open(small) as f:
         rows = list(csv.DictReader(f))
-    counts = [int(r[EXECUTED] or 0) for r in rows]
-    once = counts[0]  # the kernel's first instruction: every warp runs it once
-    loop = [i for i, c in enumerate(counts) if c > once]  # run more than once a warp: in a K loop
-    first, last = loop[0], loop[-1]
+    addresses = [int(r["Address"], 16) for r in rows]
+    loops = sorted(
+        (int(m[1], 16), a)
+        for a, r in zip(addresses, rows, strict=True)
+        if (m := BRANCH.search(r["Source"])) and int(m[1], 16) < a
+    )
+    once = int(rows[0][EXECUTED])  # the kernel's first instruction: every warp runs it once
     total = sum(int(r[SAMPLES] or 0) for r in rows)
+    spans: dict[str, list[dict]] = {"start": [], "loop": [], "between": [], "end": []}
+    for address, row in zip(addresses, rows, strict=True):
+        spans[_region(address, loops)].append(row)
     result = {}
-    for name, span in (("start", rows[:first]), ("loop", rows[first : last + 1]), ("end", rows[last + 1 :])):
+    for name, span in spans.items():
+        if not span:
+            continue
         samples = sum(int(r[SAMPLES] or 0) for r in span)
         stalls = {s: sum(int(r[s] or 0) for r in span) / max(samples, 1) for s in STALLS}
         result[name] = {"instructions": sum(int(r[EXECUTED] or 0) for r in span) / once,
