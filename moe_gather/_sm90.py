@@ -568,10 +568,11 @@ class _Call:
     sums: gl.tensor  # with k_splits: fp32 [tiles, K_SPLITS, BLOCK_N, WS_M], each split's sum
     arrivals: gl.tensor  # int32 [tiles]: the tile's splits done so far (zero between launches)
     tile: gl.tensor  # the (schedule entry, column block) index of the program: its place in `sums`, `arrivals`
+    split: gl.tensor  # which of the tile's K splits the program runs (0 without k_splits)
 
     @gluon.constexpr_function
     def __init__(self, x, words, scales, bias, gather, x_scale, out_scale, out, alpha, limit, expert, pid_n, size,
-                 start, sums, arrivals, tile):  # fmt: skip
+                 start, sums, arrivals, tile, split):  # fmt: skip
         self.x, self.words, self.scales, self.bias, self.gather = x, words, scales, bias, gather
         self.x_scale, self.out_scale, self.out = x_scale, out_scale, out
         self.alpha, self.limit, self.expert, self.pid_n, self.size, self.start = (
@@ -582,7 +583,7 @@ class _Call:
             size,
             start,
         )
-        self.sums, self.arrivals, self.tile = sums, arrivals, tile
+        self.sums, self.arrivals, self.tile, self.split = sums, arrivals, tile, split
 
 
 @gluon.jit
@@ -616,13 +617,13 @@ def _split_ptrs(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr
 
 
 @gluon.jit
-def _hand_in(acc, call: _Call, m0, split, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
+def _hand_in(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
     """Store this split's sum (the slice's rows only) and count it in; True for the tile's last split to arrive,
     which sets the count back to zero for the next launch. One thread counts (Triton predicates a scalar atomic):
     every thread's stores are ordered before it by the CTA barrier and the atomic's release; the last split's loads
     after its acquire by the barrier through which Triton shares the atomic's result."""
     base, offs, rows = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
-    gl.store(base + split * (acc.shape[0] * WS_M) + offs, acc, mask=rows)
+    gl.store(base + call.split * (acc.shape[0] * WS_M) + offs, acc, mask=rows)
     gl.thread_barrier()
     arrived = gl.atomic_add(call.arrivals + call.tile, 1, sem="acq_rel", scope="gpu")
     last = arrived == K_SPLITS - 1
@@ -632,10 +633,11 @@ def _hand_in(acc, call: _Call, m0, split, K_SPLITS: gl.constexpr, WS_M: gl.const
 
 
 @gluon.jit
-def _sum_splits(acc, call: _Call, m0, split, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
+def _sum_splits(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
     """The tile's sum: its splits' added in split order whichever arrived last (deterministic), this program's own
     from its registers."""
     base, offs, rows = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
+    split = call.split
     stride: gl.constexpr = acc.shape[0] * WS_M
     total = gl.where(split == 0, acc, gl.load(base + offs, mask=rows & (split != 0), other=0.0, cache_modifier=".cg"))
     for s in range(1, K_SPLITS):  # in split order
@@ -648,13 +650,13 @@ def _sum_splits(acc, call: _Call, m0, split, K_SPLITS: gl.constexpr, WS_M: gl.co
 def _tile(
     call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
-    TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_ALL: gl.constexpr = 0, kt0=0,
-    K_SPLITS: gl.constexpr = 1, split=0, WS_M: gl.constexpr = 0,
+    TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_ALL: gl.constexpr = 0,
+    K_SPLITS: gl.constexpr = 1, WS_M: gl.constexpr = 0,
 ):  # fmt: skip
     """One program's tile: tokens [m0, m0 + BLOCK_M + TAIL_ROWS) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. TAIL_ROWS tokens past BLOCK_M (0, or a power of two) get a wgmma of their
-    own on the same converted weights. With K_SPLITS > 1 the program runs K tiles [kt0, kt0 + cdiv(K, 128)) of the
-    K_ALL-wide weights (split `split` of the tile's K_SPLITS) and hands its sum in (_hand_in)."""
+    own on the same converted weights. With K_SPLITS > 1 the program runs split call.split's K tiles (from
+    call.split * _split_tiles(K_ALL, K_SPLITS), K wide) of the K_ALL-wide weights and hands its sum in (_hand_in)."""
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr = call.x, call.words, call.scales, call.bias, call.gather
     x_scale_ptr, out_scale_ptr, out_ptr = call.x_scale, call.out_scale, call.out
     alpha, limit, expert, pid_n, size, start = call.alpha, call.limit, call.expert, call.pid_n, call.size, call.start
@@ -664,6 +666,9 @@ def _tile(
     K_ROW: gl.constexpr = K_ALL if K_ALL else K  # the weights' and x's K
     ROW_TILES: gl.constexpr = _k_steps(K_ROW)[0]
     ROW_WORDS: gl.constexpr = ROW_TILES * _TILE_K // 8
+    kt0 = 0  # the program's first K tile
+    if K_SPLITS > 1:
+        kt0 = call.split * _split_tiles(K_ALL, K_SPLITS)
 
     MMA_K: gl.constexpr = 16 if F16 else 32
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -792,8 +797,8 @@ def _tile(
     ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0
     ACC_TIMES: gl.constexpr = 64.0 if not F16 and not FAST else 1.0  # the bit-spread encoding's 2 ** -6 (exact)
     if K_SPLITS > 1:  # the last of the tile's programs to finish adds the sums and runs the epilogue
-        if _hand_in(acc, call, m0, split, K_SPLITS, WS_M):
-            _store(_sum_splits(acc, call, m0, split, K_SPLITS, WS_M), call, row0, m0, N, ACC_TIMES, ACC_SCALE)
+        if _hand_in(acc, call, m0, K_SPLITS, WS_M):
+            _store(_sum_splits(acc, call, m0, K_SPLITS, WS_M), call, row0, m0, N, ACC_TIMES, ACC_SCALE)
     else:
         _store(acc, call, row0, m0, N, ACC_TIMES, ACC_SCALE)
     if TAIL_ROWS:  # (the fp8 paths only)
@@ -845,45 +850,44 @@ def _bmm1_sm90_kernel(
     start = gl.load(slice_offs_ptr + expert)
 
     call = _Call(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr,
-                 alpha, limit, expert, pid_n, size, start, sums_ptr, arrivals_ptr, pid)  # fmt: skip
+                 alpha, limit, expert, pid_n, size, start, sums_ptr, arrivals_ptr, pid, split)  # fmt: skip
     m0 = pid_m * BLOCK_M  # the tile's first row in the slice
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _split_tile(call, m0, split, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+        _split_tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _split_tile(call, m0, split, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+        _split_tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
         # a ring one stage shallower, odd: unpaired
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
               0)  # fmt: skip
     else:
-        _split_tile(call, m0, split, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+        _split_tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
 
 
 @gluon.jit
 def _split_tile(
-    call: _Call, m0, split, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
+    call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
     TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_SPLITS: gl.constexpr,
     WS_M: gl.constexpr,
 ):  # fmt: skip
-    """_tile over the whole of K, or over split `split`'s K tiles: every split but the last takes PER whole tiles,
+    """_tile over the whole of K, or over split call.split's K tiles: every split but the last takes PER whole tiles,
     the last the rest (with the tile that K ends inside)."""
     if K_SPLITS == 1:
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
               OVERLAP_TILES)  # fmt: skip
     else:
         PER: gl.constexpr = _split_tiles(K, K_SPLITS)
-        if split < K_SPLITS - 1:
+        if call.split < K_SPLITS - 1:
             _tile(call, m0, PER * _TILE_K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS,
-                  TWO_PARTIALS, FAST, OVERLAP_TILES, K, split * PER, K_SPLITS, split, WS_M)  # fmt: skip
+                  TWO_PARTIALS, FAST, OVERLAP_TILES, K, K_SPLITS, WS_M)  # fmt: skip
         else:
             _tile(call, m0, K - (K_SPLITS - 1) * PER * _TILE_K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE,
-                  PARITY_RINGS, TWO_PARTIALS, FAST, OVERLAP_TILES, K, (K_SPLITS - 1) * PER, K_SPLITS, split,
-                  WS_M)  # fmt: skip
+                  PARITY_RINGS, TWO_PARTIALS, FAST, OVERLAP_TILES, K, K_SPLITS, WS_M)  # fmt: skip
 
 
 @gluon.constexpr_function
