@@ -657,9 +657,8 @@ def _tile(
     pid_n; the K loop and the epilogue. TAIL_ROWS tokens past BLOCK_M (0, or a power of two) get a wgmma of their
     own on the same converted weights. With K_SPLITS > 1 the program runs split call.split's K tiles (from
     call.split * _split_tiles(K_ALL, K_SPLITS), K wide) of the K_ALL-wide weights and hands its sum in (_hand_in)."""
-    x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr = call.x, call.words, call.scales, call.bias, call.gather
-    x_scale_ptr, out_scale_ptr, out_ptr = call.x_scale, call.out_scale, call.out
-    alpha, limit, expert, pid_n, size, start = call.alpha, call.limit, call.expert, call.pid_n, call.size, call.start
+    x_ptr, words_ptr, scales_ptr, gather_ptr = call.x, call.words, call.scales, call.gather
+    expert, pid_n, size, start = call.expert, call.pid_n, call.size, call.start
     NUM_WARPS: gl.constexpr = gl.num_warps()
     BLOCK_N: gl.constexpr = 16 * NUM_WARPS
     K_TILES: gl.constexpr = _k_steps(K)[0]  # this program's
@@ -802,8 +801,7 @@ def _tile(
     else:
         _store(acc, call, row0, m0, N, ACC_TIMES, ACC_SCALE)
     if TAIL_ROWS:  # (the fp8 paths only)
-        swiglu_store(sums.acc_tail * ACC_TIMES, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0,
-                     m0 + BLOCK_M, pid_n, start, size, N, TAIL_ROWS, BLOCK_N, ACC_SCALE=ACC_SCALE)  # fmt: skip
+        _store(sums.acc_tail, call, row0, m0 + BLOCK_M, N, ACC_TIMES, ACC_SCALE)
 
 
 @gluon.jit
