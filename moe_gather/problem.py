@@ -38,6 +38,11 @@ class MoEModel:
     def local_experts(self) -> int:
         return self.num_experts // self.num_shards
 
+    @property
+    def expert_weight_bytes(self) -> int:
+        """One expert's MXFP4 weights: e2m1 codes and e8m0 scales."""
+        return self.hidden * self.n // 2 + self.hidden * self.n // 32
+
 
 MODELS = {
     m.name: m
@@ -234,7 +239,7 @@ class Problem:
         """Fewest bytes moved: gathered x rows, each active expert's weights, scales and
         bias once, the fp8 output."""
         m = self.case.model
-        per_expert = m.hidden * m.n // 2 + m.hidden * m.n // 32 + 4 * m.n
+        per_expert = m.expert_weight_bytes + 4 * m.n
         return self.tokens * m.hidden + self.active_experts() * per_expert + self.tokens * m.n // 2
 
 

@@ -10,6 +10,19 @@ import triton
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 
 
+def spilled_bytes(report: str) -> int:
+    """The larger of a ptxas report's spill stores and spill loads, in bytes."""
+    found = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    if not found:
+        raise ValueError(f"no spill line in the ptxas report: {report}")
+    return max(int(b) for b in found.groups())
+
+
+def registers_used(report: str) -> int:
+    """The registers per thread a ptxas report gives."""
+    return int(re.search(r"Used (\d+) registers", report)[1])
+
+
 def ptxas_report(ptx: str, arch: str, tmp_path: Path) -> str:
     """The report of Triton's own ptxas for `arch` (sm_90a, or sm_100a through its Blackwell ptxas)."""
     binary = BIN / ("ptxas-blackwell" if arch.startswith("sm_10") else "ptxas")

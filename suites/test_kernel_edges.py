@@ -5,6 +5,7 @@ Each against the golden reference with the kernel's tolerance; small gpt-oss-sha
 on the GPU."""
 
 import dataclasses
+import functools
 
 import pytest
 import torch
@@ -61,12 +62,20 @@ def _check(problem, weights, description, tolerance=None, config=None):
     return out
 
 
-def _k_problem(k, precision):
-    """gpt-oss-120b with K = k and N = 256, uniform routing of 1024 tokens, and its weights at `precision`."""
+@functools.cache
+def _k_weights(k, precision):
+    """gpt-oss-120b with K = k and N = 256: the model, its expert parameters and weights at `precision` (made once:
+    the K tests run them through every entry and plan)."""
     model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
     k_params = make_expert_params(model, "cuda")
-    problem = make_problem(Case(model, "uniform", 1024), "cuda", k_params)
-    return problem, bmm1.prepare_weights(k_params.weights, precision=precision)
+    return model, k_params, bmm1.prepare_weights(k_params.weights, precision=precision)
+
+
+def _k_problem(k, precision):
+    """_k_weights' model with uniform routing of 1024 tokens (a fresh problem: its metadata holds k_splits' counters),
+    and the weights."""
+    model, k_params, weights = _k_weights(k, precision)
+    return make_problem(Case(model, "uniform", 1024), "cuda", k_params), weights
 
 
 def _problem(base_params, batch=1024, routing="uniform", **changes):

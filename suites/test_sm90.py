@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 import torch
 import triton
-from _ptxas import after_main_loop_sass, innermost_loops_sass, main_loop_sass, ptxas_report
+from _ptxas import (
+    after_main_loop_sass,
+    innermost_loops_sass,
+    main_loop_sass,
+    ptxas_report,
+    registers_used,
+    spilled_bytes,
+)
 from test_kernel_edges import K_SPLITS_PLANS
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
@@ -284,9 +291,7 @@ def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
     assert "cp.async.cg.shared.global" in ptx
     report = ptxas_report(ptx, "sm_90a", tmp_path)
-    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    budget = SPILL_BUDGET.get((config.block_m, path), 0)
-    assert spills and all(int(b) <= budget for b in spills.groups()), report
+    assert spilled_bytes(report) <= SPILL_BUDGET.get((config.block_m, path), 0), report
     assert kernel.metadata.shared <= 227 * 1024
 
 
@@ -411,8 +416,7 @@ def test_epilogue_stays_within_its_instruction_budget(config, tmp_path):
 @pytest.mark.parametrize("config", [c for _, c in _sm90.CONFIGS], ids=str)
 def test_each_entry_keeps_its_programs_a_multiprocessor(config, tmp_path):
     report = ptxas_report(compile_sm90(config).asm["ptx"], "sm_90a", tmp_path)
-    registers = int(re.search(r"Used (\d+) registers", report).group(1))
-    assert registers <= REGISTER_BUDGET[_entry(config)], report
+    assert registers_used(report) <= REGISTER_BUDGET[_entry(config)], report
 
 
 @pytest.fixture
@@ -536,8 +540,7 @@ def test_warp_specialized_partitions_take_their_registers(tmp_path):
     assert f"setmaxnreg.inc.sync.aligned.u32 \t{_sm90_ws.CONSUMER_REGS};" in ptx
     assert _sm90_ws.CONSUMER_REGS == 240 and "cp.async.mbarrier.arrive.noinc" in ptx
     report = ptxas_report(ptx, "sm_90a", tmp_path)
-    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    assert spills and all(int(b) <= 440 for b in spills.groups()), report
+    assert spilled_bytes(report) <= 440, report
     loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, set())
     producer = [[n for n in loop if n.startswith("LDGSTS")] for loop in loops if "ARRIVES.LDGSTSBAR.64.ARVCNT" in loop]
     assert [len(copies) for copies in producer] == [13]  # a K tile: 8 copies of x, 4 of words, 1 of scales
@@ -569,7 +572,7 @@ def test_split_k_consumers_each_take_half_the_k_tiles(tmp_path):
     ptx = kernel.asm["ptx"]
     assert "setmaxnreg.inc.sync.aligned.u32 \t104;" in ptx and "setmaxnreg.dec.sync.aligned.u32 \t24;" in ptx
     report = ptxas_report(ptx, "sm_90a", tmp_path)
-    assert re.search(r"Used (\d+) registers", report)[1] == "80", report
+    assert registers_used(report) == 80, report
     loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, _wgmma(16))
     pairs = sorted((loop for loop in loops if loop.count("QGMMA.64x16x32.F32.E4M3.E4M3") == 8), key=len)
     assert len(pairs) >= 2, [len(loop) for loop in loops]
@@ -610,8 +613,8 @@ def test_k_splits_plans_compile_with_their_hand_in(config, fast, tmp_path):
     ptx = compile_sm90(config, fast=fast).asm["ptx"]
     atomics = re.findall(r"^\s*(@%p\d+ )?atom\.global\.gpu\.acq_rel\.add\.u32", ptx, re.M)
     assert atomics and all(atomics), "one thread of the program counts its split in"
-    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", ptxas_report(ptx, "sm_90a", tmp_path))
-    assert all(int(b) <= 8 for b in spills.groups()), spills[0]
+    report = ptxas_report(ptx, "sm_90a", tmp_path)
+    assert spilled_bytes(report) <= 8, report
 
 
 def test_k_splits_launch_plan(monkeypatch):

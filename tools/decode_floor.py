@@ -62,9 +62,8 @@ def floor():
 
 def reads():
     base = MODELS["gpt-oss-120b"]
-    expert_bytes = base.hidden * base.n // 2 + base.hidden * base.n // 32  # one expert's codes and e8m0 scales
     for experts in (1, 2, 3, 16):
-        n = experts * expert_bytes // 4
+        n = experts * base.expert_weight_bytes // 4
         words = torch.randint(0, 1 << 20, (n,), device="cuda", dtype=torch.int32)
         for programs in (90, 132, 264, 528):
             out = torch.empty(programs, device="cuda", dtype=torch.int32)

@@ -10,6 +10,7 @@ reliability.md (sanitize.log, suite.log), gate.md (gate/*.log), fast.md (fast/).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -158,16 +159,20 @@ def _closing(path: Path) -> str:
     return next((m[1] for line in path.read_text().splitlines() if (m := CLOSING.match(line))), "no closing line")
 
 
-def _sanitize_rows(log: Path) -> list[str]:
-    """A sanitize.log's runs as table rows: tool, case, N, the config launched, the summary line, the exit status."""
+def _sanitize_table(*logs: Path) -> list[str]:
+    """sanitize.log runs as one table: tool, case, N, the config launched, the summary line, the exit status."""
     return [
-        f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
-        for m in SANITIZE.finditer(log.read_text())
+        "| tool | case | N | config | summary | exit |",
+        "|---|---|---:|---|---|---:|",
+        *(
+            f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
+            for log in logs
+            for m in SANITIZE.finditer(log.read_text())
+        ),
     ]
 
 
 def reliability() -> str:
-    rows = _sanitize_rows(H200 / "sanitize.log")
     closing = _closing(H200 / "suite.log")
     return "\n".join([
         "# Reliability on the NVIDIA H200",
@@ -182,9 +187,7 @@ def reliability() -> str:
         "tools/sanitize_cases.txt; N narrowed where racecheck would take too long at the full N)."
         f"{_not_run(H200 / 'sanitize.log', 'sanitize_cases.txt')} This page: `python tools/results.py`.",
         "",
-        "| tool | case | N | config | summary | exit |",
-        "|---|---|---:|---|---|---:|",
-        *rows,
+        *_sanitize_table(H200 / "sanitize.log"),
     ]) + "\n"  # fmt: skip
 
 
@@ -270,25 +273,20 @@ FAST_BASELINES = ROOT / "baselines" / "nvidia-h200-fast" / "Linux-CPython-3.12-6
 
 def _fast_gate() -> tuple[list[str], list[str]]:
     """The fast gate's baseline against the bar: its summary lines and its per-case table."""
-    rows = [
-        b["extra_info"]
-        for path in sorted(FAST_BASELINES.glob("*.json"))
-        for b in json.loads(path.read_text())["benchmarks"]
-    ]
+    paths = sorted(FAST_BASELINES.glob("*.json"))
+    rows = [b["extra_info"] for path in paths for b in json.loads(path.read_text())["benchmarks"]]
     ladder = summarize([r for r in rows if "decode" not in r["case"]])
     decode = summarize([r for r in rows if "decode" in r["case"]])
     large, small_rows = _bar_rows(rows)
     large, small = [r["vendor_speedup"] for r in large], [r["pct_roof"] for r in small_rows]
-    empty = next(
-        m for m in FLOOR_LINE.finditer((FAST / "decode_floor_floor.log").read_text()) if m["what"] == "empty kernel"
-    )
+    empty = next(m for m in _floor_lines() if m["what"] == "empty kernel")
     floor = float(empty["suite"])  # the suite's timing of a kernel that does nothing
     floored = [r for r in small_rows if r["roof_us"] < floor]
 
     def bound(fraction):  # % of roofline in geometric mean, each case at `fraction` of its roofline, floored
         return geometric_mean([r["roof_us"] / max(r["roof_us"] / fraction, floor) for r in small_rows])
 
-    names = ", ".join(f"`{_rel(p)}`" for p in sorted(FAST_BASELINES.glob("*.json")))
+    names = ", ".join(f"`{_rel(p)}`" for p in paths)
     summary = [
         f"The fast gate's baseline ({names}: `pytest suites/test_benchmark.py --gpu hopper --precision fast "
         "--benchmark-save=NAME`, triton_kernels on PYTHONPATH), against the bar:",
@@ -320,6 +318,14 @@ FLOOR_LINE = re.compile(
     r"(?:; bytes at 4.4 TB/s (?P<roof>[\d.]+) us)?$",
     re.M,
 )
+
+
+@functools.cache
+def _floor_lines() -> list[re.Match]:
+    """decode_floor_floor.log's lines: the empty kernel's and each decode case's times."""
+    return list(FLOOR_LINE.finditer((FAST / "decode_floor_floor.log").read_text()))
+
+
 READ_LINE = re.compile(
     r"^read (?P<experts>\d+) experts \((?P<mb>[\d.]+) MB\) on (?P<programs>\d+) programs: (?P<us>[\d.]+) us", re.M
 )
@@ -328,7 +334,7 @@ K_LINE = re.compile(r"^K (?P<k>\d+) (?P<case>\S+): (?P<us>[\d.]+) us \((?P<tbps>
 
 def _decode_floor() -> list[str]:
     """tools/decode_floor.py's two logs as tables: the timing method's floor, the plain reads, the kernel against K."""
-    floor = list(FLOOR_LINE.finditer((FAST / "decode_floor_floor.log").read_text()))
+    floor = _floor_lines()
     reads_text = (FAST / "decode_floor_reads.log").read_text()
     reads: dict[tuple[str, str], dict[str, str]] = {}
     for m in READ_LINE.finditer(reads_text):
@@ -421,9 +427,7 @@ def _k_splits() -> list[str]:
         "k_splits 4 on the table's choice (`k_splits_sanitize.log`: `PRECISION=fast MOE_GATHER_SM90_FORCE=k_splits=4 "
         "bash tools/sanitize.sh` with the cases below):",
         "",
-        "| tool | case | N | config | summary | exit |",
-        "|---|---|---:|---|---|---:|",
-        *_sanitize_rows(FAST / "k_splits_sanitize.log"),
+        *_sanitize_table(FAST / "k_splits_sanitize.log"),
     ]
 
 
@@ -490,7 +494,6 @@ def fast() -> str:
         for run in acc_runs
         for key, w in sorted(accuracy.summarize(run["rows"]).items())
     ]
-    sanitize = _sanitize_rows(FAST / "sanitize.log")
     closing = _closing(FAST / "suite.log")
     return "\n".join([
         "# The fast precision on the NVIDIA H200",
@@ -566,9 +569,7 @@ def fast() -> str:
         f"of four, and their kernels are unchanged since), with the config each run launched."
         f"{_not_run(FAST / 'sanitize.log', 'sanitize_cases_fast.txt')}",
         "",
-        "| tool | case | N | config | summary | exit |",
-        "|---|---|---:|---|---|---:|",
-        *sanitize,
+        *_sanitize_table(FAST / "sanitize.log"),
         "",
         f"The warp-specialized tile's split_k form (opt-in), K ending anywhere: {_closing(FAST / 'split_k_edges.log')} "
         "(`split_k_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k "
@@ -577,10 +578,7 @@ def fast() -> str:
         "`PRECISION=fast MOE_GATHER_SM90_FORCE=... bash tools/sanitize.sh` with the cases below; each racecheck run's "
         "hazards by where they were written and read are in its log, docs/sm90.md says what they are.",
         "",
-        "| tool | case | N | config | summary | exit |",
-        "|---|---|---:|---|---|---:|",
-        *_sanitize_rows(FAST / "split_k_sanitize.log"),
-        *_sanitize_rows(FAST / "split_k_persistent_sanitize.log"),
+        *_sanitize_table(FAST / "split_k_sanitize.log", FAST / "split_k_persistent_sanitize.log"),
     ]) + "\n"  # fmt: skip
 
 

@@ -103,7 +103,7 @@ def main():
             flags += [
                 f"{name}={getattr(config, name)}"
                 for name in ("narrow_last_tile", "tail_rows", "overlap_tiles", "k_splits")
-                if getattr(config, name) > (1 if name == "k_splits" else 0)  # k_splits' default is 1
+                if getattr(config, name) != Sm90Config.__dataclass_fields__[name].default
             ]
             print(
                 f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} stages{config.num_stages} "
