@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from ._table import choose
 
 F16_MAX_BLOCK_M = 64  # the fp16 path's largest tile: block_m 128 spills with two k16 partials per block
+WS_MAXNREG = 168  # the warp-specialized tile's 12 warps at launch: 168 * 12 * 32 <= 65536 registers
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class Sm90Config:
             or self.num_warps != 8
             or self.num_stages > 7
             or any(others)
-            or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= 168))
+            or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= WS_MAXNREG))
             or (self.split_k and self.num_stages < 3)
         ):  # 8 stages of 24.5 KB and the epilogues' scratch pass the 227 KB of shared memory
             raise ValueError(

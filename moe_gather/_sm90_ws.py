@@ -34,9 +34,10 @@ from ._sm90 import (
     _promote,
     _x_rows,
 )
+from ._sm90_config import WS_MAXNREG
 
 PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg)
-MAXNREG = 168  # 12 warps at launch: 168 * 12 * 32 <= 65536 registers (Sm90Config.maxnreg with split_k: lower)
+MAXNREG = WS_MAXNREG  # 12 warps at launch (Sm90Config.maxnreg with split_k: lower)
 
 
 def consumer_regs(maxnreg: int) -> int:

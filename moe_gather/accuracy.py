@@ -145,6 +145,7 @@ def measure(problem: Problem, kernel_weights, with_peer: bool, dense: DenseWeigh
 def run(models, routings, params, batches, rows: list, with_peer: bool = True, log=print) -> list[dict]:
     """Measure every selected case on the GPU, appending to `rows` as it goes (an interrupted run keeps its rows)."""
     from . import bmm1, peer
+    from ._sm90_layout import FoldError
 
     with_peer = with_peer and peer.available()
     for model in models:
@@ -153,9 +154,7 @@ def run(models, routings, params, batches, rows: list, with_peer: bool = True, l
         for precision in bmm1.supported_precisions(torch.cuda.get_device_capability()):
             try:  # "accurate" takes any weights; another may refuse them (the fast one: scales that do not fold)
                 kernel_weights[precision] = bmm1.prepare_weights(expert_params.weights, precision=precision)
-            except ValueError as e:
-                if precision == "accurate":
-                    raise
+            except FoldError as e:
                 log(f"{model}: no kernel_{precision}: {e}", flush=True)
         dense = DenseWeights(expert_params.weights)
         for case in cases((model,), routings, batches, params, decode=batches is None):

@@ -96,9 +96,10 @@ def vendor_rows(x: torch.Tensor, gather_indx: torch.Tensor, slice_sizes: torch.T
     within = torch.arange(tokens, device=sizes.device) - torch.repeat_interleave(
         torch.cumsum(sizes, 0) - sizes, sizes, output_size=tokens
     )
-    at = torch.repeat_interleave(torch.cumsum(padded, 0) - padded, sizes, output_size=tokens) + within
+    ends = torch.cumsum(padded, 0)
+    at = torch.repeat_interleave(ends - padded, sizes, output_size=tokens) + within
     rows[at] = x[gather_indx.long()]
-    return rows, torch.cumsum(padded, 0).to(torch.int32)
+    return rows, ends.to(torch.int32)
 
 
 def vendor_call(problem, vendor: VendorWeights):

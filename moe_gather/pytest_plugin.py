@@ -82,11 +82,9 @@ import torch
 import triton  # imported here, once: pytester's in-process runs cannot re-import its native module
 
 from . import benchmarking
-from ._sm90_config import TABLES
+from ._sm90_layout import PRECISIONS  # the sm90 kernel's precisions, a superset of every other kernel's
 from .problem import MODELS, PARAMS, cases, parse_batch_sizes
 from .routing import ROUTINGS
-
-PRECISIONS = tuple(TABLES)  # the sm90 kernel's precisions, a superset of every other kernel's
 
 ARCH_BY_MAJOR = {9: "hopper", 10: "blackwell"}  # compute capability major -> kernel tier
 TIERS = ("auto", "hopper", "blackwell", "cpu")
