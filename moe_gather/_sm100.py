@@ -70,8 +70,10 @@ PRECISIONS = ("accurate",)
 DEFAULT_PRECISION = "accurate"
 
 
-def prepare_for(w: MXFP4Weights, precision: str | None = None) -> Sm100Weights:
-    """bmm1.prepare_weights on Blackwell: one precision, "accurate"."""
+def prepare_for(w: MXFP4Weights, precision: str | None = None, layout: str = "mxfp4") -> Sm100Weights:
+    """bmm1.prepare_weights on Blackwell: one precision, "accurate", one layout, "mxfp4"."""
+    if layout != "mxfp4":
+        raise ValueError(f"layout: the sm100 kernel reads MXFP4 (its MMA applies the block scales), got {layout!r}")
     return prepare_weights(w, precision or DEFAULT_PRECISION)
 
 

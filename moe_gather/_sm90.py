@@ -285,16 +285,25 @@ class _Buffers:
         return _Buffers(self.x.index(i), self.w.index(i), self.s.index(i), self.x_tail.index(i))
 
 
+@gluon.constexpr_function
+def _w_row(dtype):
+    """Elements of one weight row's K tile: 128 e4m3 bytes (layout "fp8") or 16 int32 words of packed codes."""
+    return TILE_K if dtype == gl.float8e4nv else TILE_K // 8
+
+
 @gluon.jit
 def _ring(x_dtype: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
-          BLOCK_N: gl.constexpr):  # fmt: skip
+          BLOCK_N: gl.constexpr, w_dtype: gl.constexpr = gl.int32):  # fmt: skip
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     x = gl.allocate_shared_memory(x_dtype, [STAGES, BLOCK_M, _TILE_K], x_nvmma)
     x_tail = x
     if TAIL_ROWS:
         x_tail = gl.allocate_shared_memory(x_dtype, [STAGES, TAIL_ROWS, _TILE_K], x_nvmma)
-    w = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N, _TILE_K // 8], plain2)
+    if w_dtype == gl.float8e4nv:  # layout "fp8": wgmma's A operand, 128-byte swizzled as x
+        w = gl.allocate_shared_memory(w_dtype, [STAGES, BLOCK_N, _TILE_K], x_nvmma)
+    else:
+        w = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N, _TILE_K // 8], plain2)
     s = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     return _Buffers(x, w, s, x_tail)
 
@@ -335,7 +344,7 @@ def _issue_loads(tile, stage: _Buffers, src: _Sources, K: gl.constexpr, N: gl.co
     cp.async_copy_global_to_shared(stage.x, src.x + k0, mask=(src.offs_xk < K - k0)[None, :])
     if TAIL_ROWS:
         cp.async_copy_global_to_shared(stage.x_tail, src.x_tail + k0, mask=(src.offs_xk < K - k0)[None, :])
-    w_tile: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
+    w_tile: gl.constexpr = _ROW_BLOCK * _w_row(src.w.dtype.element_ty)  # one K tile of a row block
     in_w = (src.offs_wc >= 0) & (tile < K_TILES)
     cp.async_copy_global_to_shared(stage.w, src.w + tile * w_tile, mask=in_w[None, :])
     cp.async_copy_global_to_shared(stage.s, src.s + tile * N, mask=(src.offs_s >= 0) & (tile < K_TILES))
@@ -484,16 +493,23 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constex
     reference scales (unused where _ref_scales reads them later)."""
     acc_layout: gl.constexpr = part.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
-    blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
-    sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
-    sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+    DENSE: gl.constexpr = stage.w.dtype == gl.float8e4nv  # layout "fp8": the folded bytes, A from shared memory
+    if DENSE:
+        a = stage.w.slice(0, _MX_BLOCK, dim=1)
+    else:
+        blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
+        sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
+        sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+        a = _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     ref_rows = _ref_scales(stage, acc_layout)
-    a = _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
     if TAIL_ROWS:
         part_e = warpgroup_mma(a, _x_block(stage.x_tail, 0), part_e, use_acc=False, is_async=True)
     for j in gl.static_range(1, BLOCKS):
-        a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
+        if DENSE:
+            a = stage.w.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1)
+        else:
+            a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
         part = warpgroup_mma(a, _x_block(stage.x, j), part, is_async=True)
         if TAIL_ROWS:
             part_e = warpgroup_mma(a, _x_block(stage.x_tail, j), part_e, is_async=True)
@@ -664,7 +680,8 @@ def _tile(
     K_TILES: gl.constexpr = _k_steps(K)[0]  # this program's
     K_ROW: gl.constexpr = K_ALL if K_ALL else K  # the weights' and x's K
     ROW_TILES: gl.constexpr = _k_steps(K_ROW)[0]
-    ROW_WORDS: gl.constexpr = ROW_TILES * _TILE_K // 8
+    W_ROW: gl.constexpr = _w_row(words_ptr.dtype.element_ty)  # a row's elements per K tile
+    ROW_WORDS: gl.constexpr = ROW_TILES * W_ROW
     kt0 = 0  # the program's first K tile
     if K_SPLITS > 1:
         kt0 = call.split * _split_tiles(K_ALL, K_SPLITS)
@@ -675,7 +692,7 @@ def _tile(
     )
     # Copy layouts: 16 bytes per thread; x: a 128-byte row piece per K tile.
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
-    w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
+    w_copy: gl.constexpr = x_copy if W_ROW == _TILE_K else gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
     # Gathered x rows: the tile's, and the TAIL_ROWS rows after them.
@@ -688,10 +705,10 @@ def _tile(
     # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
     row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
     offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
-    offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
-    # Words [row block, K tile, row, word]: one K tile of 64 rows is 4 KB in one piece.
-    w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * (_TILE_K // 8)
-    w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :] + kt0 * (_ROW_BLOCK * _TILE_K // 8)
+    offs_wc = gl.arange(0, W_ROW, layout=gl.SliceLayout(0, w_copy))
+    # Words [row block, K tile, row, word]: one K tile of 64 rows is 4 KB in one piece (layout "fp8": 8 KB).
+    w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * W_ROW
+    w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :] + kt0 * (_ROW_BLOCK * W_ROW)
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
     s_ptrs = scales_ptr + (expert.to(gl.int64) * ROW_TILES + kt0) * N + pid_n * BLOCK_N + offs_s
 
@@ -700,9 +717,10 @@ def _tile(
     # tell ring slots apart, then adds no second bar.sync per tile.
     RINGS: gl.constexpr = 2 if PARITY_RINGS else 1
     RING: gl.constexpr = NUM_STAGES // RINGS
-    rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N),)
+    w_dtype: gl.constexpr = words_ptr.dtype.element_ty
+    rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype),)
     if PARITY_RINGS:
-        rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N))
+        rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype))
     x16_smem = rings[0].x  # unused unless F16
     if F16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
         x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
@@ -807,7 +825,7 @@ def _tile(
 @gluon.jit
 def _bmm1_sm90_kernel(
     x_ptr,  # fp8 [batch, K]
-    words_ptr,  # int32 [E, N / 64, cdiv(K, 128), 64, 16]
+    words_ptr,  # int32 [E, N / 64, cdiv(K, 128), 64, 16] (layout "fp8": e4m3 [E, N / 64, cdiv(K, 128), 64, 128])
     scales_ptr,  # int32 [E, cdiv(K, 128), N]: 4 e8m0 each
     bias_ptr,  # fp32 [E, N]
     gather_ptr,  # int32 [tokens]
@@ -931,12 +949,12 @@ def kernel_constexprs(
     }
 
 
-def prepare_for(w, precision: str | None = None) -> Sm90Weights:
+def prepare_for(w, precision: str | None = None, layout: str = "mxfp4") -> Sm90Weights:
     """bmm1.prepare_weights on Hopper: `precision` None takes DEFAULT_PRECISION where the weights' block scales fold
     into e4m3 (every row and K tile within FAST_WINDOW binades), else "accurate"; a precision asked for is kept or
-    refused by name."""
-    if precision is not None:
-        return prepare_weights(w, precision=precision)
+    refused by name, as is a `layout` that precision has not."""
+    if precision is not None or layout != "mxfp4":
+        return prepare_weights(w, precision=precision or DEFAULT_PRECISION, layout=layout)
     try:
         return prepare_weights(w, precision=DEFAULT_PRECISION)
     except FoldError:
@@ -957,8 +975,8 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     config = config or select_config(ragged, w.precision)
     if w.fast and config.two_partials:
         raise ValueError(f"config: the fast precision runs one partial per K tile, got two_partials in {config}")
-    if config.warp_specialized and not w.fast:
-        raise ValueError(f"config: warp_specialized runs the fast precision only, got {w.precision} weights")
+    if config.warp_specialized and (not w.fast or w.layout != "mxfp4"):
+        raise ValueError(f"config: warp_specialized runs the fast precision's mxfp4 layout, got {w.encoding} weights")
     if w.f16:
         config = f16_config(config)
     if w.n % config.block_n:
@@ -969,6 +987,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = (ragged.widest_first(config.block_m, config.tail_rows),)
     else:
         schedules = (ragged.schedule(config.block_m, config.tail_rows),)
+    words = w.words.view(torch.float8_e4m3fn if w.layout == "fp8" else torch.int32)  # the kernel reads its dtype
     for tile, schedule in enumerate(schedules):
         if schedule.numel() and config.warp_specialized:
             from ._sm90_ws import bmm1_sm90_ws_kernel, launch_options, ws_constexprs  # it builds on this module
@@ -994,7 +1013,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 sums = torch.empty(count, dtype=torch.float32, device=gather_indx.device)
                 arrivals = ragged.arrivals(grid_tiles)
             _bmm1_sm90_kernel[(grid_tiles * splits,)](
-                x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
+                x, words, w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, sums, arrivals, float(alpha), float(limit),
                 **constexprs, num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from .mxfp4 import MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, refuse_nan_scales, unpack_codes
+from .mxfp4 import E2M1_VALUES, MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, refuse_nan_scales, unpack_codes
 
 # e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
 E4M3_OF_E2M1_LO = 0x3C383000
@@ -21,6 +21,9 @@ FAST_TABLE_HI = 0x7C787470
 FAST_WINDOW = 11  # binades a block's scale may sit below its tile's largest in the fast mode (d = 0 .. 11)
 FAST_SHIFT = 6  # the fast mode's tables hold the values times 2 ** 6
 PRECISIONS = ("accurate", "fast")
+# How the fast precision's weights sit in memory: "mxfp4" (packed codes, folded in the kernel) or "fp8" (the folded
+# e4m3 bytes themselves, wgmma's operand straight from shared memory: twice the words' bytes, no conversion).
+LAYOUTS = ("mxfp4", "fp8")
 
 
 class FoldError(ValueError):
@@ -37,11 +40,13 @@ class Sm90Weights(ExpertShape):
     """MXFP4 weights in the sm90 kernel's layout (prepare_weights)."""
 
     words: torch.Tensor  # uint8 [E, N / 64, cdiv(K, 128), 64, 64]: codes re-packed, tile-major, zeros past K
+    # (layout "fp8": [E, N / 64, cdiv(K, 128), 64, 128], the folded e4m3 bytes in K order)
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
     zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op per scale
     fast: bool = False  # the fast mode's encoding: block scales folded into the e4m3 values, one promotion per K tile
+    layout: str = "mxfp4"  # LAYOUTS; "fp8" only with fast
 
     _leading = "scales"
 
@@ -51,8 +56,8 @@ class Sm90Weights(ExpertShape):
 
     @property
     def encoding(self) -> str:
-        """For reports: "f16", "spread" or "fast"."""
-        return "f16" if self.f16 else "fast" if self.fast else "spread"
+        """For reports: "f16", "spread", "fast" or "fast-fp8"."""
+        return "f16" if self.f16 else "spread" if not self.fast else "fast" if self.layout == "mxfp4" else "fast-fp8"
 
     @property
     def precision(self) -> str:
@@ -63,7 +68,9 @@ class Sm90Weights(ExpertShape):
 F16_SPREAD = 16  # binades between a row's largest and smallest nonzero block scale above which fp16 wgmma is used
 
 
-def prepare_weights(w: MXFP4Weights, f16: bool | None = None, precision: str = "accurate") -> Sm90Weights:
+def prepare_weights(
+    w: MXFP4Weights, f16: bool | None = None, precision: str = "accurate", layout: str = "mxfp4"
+) -> Sm90Weights:
     """Re-pack codes and scales for the kernel, in the encoding of `precision` (PRECISIONS).
 
     Words: K = 64c + 32b + 16h + 4q + i (chunk c, block parity b, half h, quad q, byte i). Chunk c of a row is 8
@@ -94,10 +101,20 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None, precision: str = "
     `precision="fast"`: the fp8 path's K order with the fp16 path's selector encoding, and the scales as one word per
     row and K tile (fast_scale_words), which the kernel folds into the e4m3 values through a byte table per row and
     block (docs/sm90.md); weights whose scales do not fit the fold's window are refused by name.
+
+    `layout="fp8"` (fast only): the words are the fold's e4m3 bytes themselves (fp8_words), which the kernel hands to
+    wgmma from shared memory; the same values and sums as "mxfp4", twice its words' memory (gpt-oss-120b: 265 MB per
+    shard and layer against 133 MB).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     fast = precision == "fast"
+    if layout != "mxfp4" and not fast:
+        raise ValueError(
+            f"prepare_weights: layout={layout!r} holds the fast precision's folded values; precision='fast'"
+        )
     if fast and f16:
         raise ValueError("prepare_weights: the fast precision runs fp8 wgmma; f16=True is the accurate path's")
     if fast:
@@ -110,6 +127,10 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None, precision: str = "
     if n % ROW_BLOCK:
         raise ValueError(f"prepare_weights: the sm90 layout needs N a multiple of {ROW_BLOCK}, got {n}")
     tiles = triton.cdiv(k, TILE_K)
+    nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
+    if layout == "fp8":
+        scales = fast_scale_words(w.scales, nonzero_blocks, tiles)
+        return Sm90Weights(fp8_words(w, scales), scales, k, False, False, True, layout)
     chunks = tiles * (TILE_K // CHUNK_K)
     words = torch.empty((e, n, chunks * CHUNK_K // 2), dtype=torch.uint8, device=w.codes.device)
     i = torch.arange(4, device=w.codes.device)
@@ -133,7 +154,6 @@ def prepare_weights(w: MXFP4Weights, f16: bool | None = None, precision: str = "
                 + (sign[..., 1, :] << (8 * i + 7)).sum(-1)
             ).reshape(n, -1)  # [N, K/8] in kernel order, < 2**32
         words[x] = torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).reshape(n, -1)
-    nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
     if fast:
         scales = fast_scale_words(w.scales, nonzero_blocks, tiles)
     else:
@@ -168,10 +188,27 @@ def fast_scale_words(scales: torch.Tensor, nonzero_blocks: torch.Tensor, tiles: 
     return word.view(torch.uint8).reshape(e, tiles, n, 4)  # little-endian bytes of each word
 
 
+def fp8_words(w: MXFP4Weights, scale_words: torch.Tensor) -> torch.Tensor:
+    """The fold's e4m3 bytes in K order, tile-major ([E, N / 64, K tile, 64, 128], zeros past K): each value times
+    2 ** (6 - d), d its block's binades below its row and tile's reference (fast_scale_words); exact while d <= 11."""
+    e, n, k = w.num_experts, w.codes.shape[1], w.k
+    tiles = scale_words.shape[1]
+    word = scale_words.view(torch.int32).to(torch.int64).transpose(1, 2)  # [E, N, tiles]
+    d = torch.stack([(word >> (4 * j)) & 0xF for j in range(TILE_K // MX_BLOCK)], dim=-1).reshape(e, n, -1)
+    table = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=torch.float32, device=w.codes.device)
+    out = torch.zeros((e, n, tiles * TILE_K), dtype=torch.uint8, device=w.codes.device)
+    for x in range(e):  # one expert at a time bounds the float temporaries
+        values = table[unpack_codes(w.codes[x]).long()]  # [N, K]
+        times = torch.exp2(FAST_SHIFT - d[x, :, : k // MX_BLOCK].to(torch.float32))
+        values = values * times.repeat_interleave(MX_BLOCK, dim=-1)
+        out[x, :, :k] = values.to(torch.float8_e4m3fn).view(torch.uint8)
+    return out.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K).transpose(2, 3).contiguous()
+
+
 def row_major_words(w: Sm90Weights) -> torch.Tensor:
     """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel)."""
     e, blocks, tiles, rows, width = w.words.shape
-    return w.words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)
+    return w.words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)  # "fp8": the bytes, [E, N, tiles * 128]
 
 
 def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
@@ -179,6 +216,10 @@ def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
     dequantization). Bit for bit the kernel's encodings, tables, permutes and sign placement, then the block's power
     of two (the fast mode: the table of the row and block, then the tile's reference power of two)."""
     e, n = w.num_experts, w.n
+    if w.layout == "fp8":
+        values = row_major_words(w)[..., : w.k].view(torch.float8_e4m3fn).to(torch.float64)
+        ref = decode_e8m0(_fast_fields(w)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
+        return (values * ref.repeat_interleave(TILE_K, dim=-1)[..., : w.k]).transpose(1, 2)
     words = row_major_words(w).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
     lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
     if w.fast:  # each word's table: its row's d for its block (word 8 chunk + 2 q + b of a tile: block 2 chunk + b)

@@ -53,7 +53,12 @@ def select_config(ragged, capability: tuple[int, int] | None = None, precision: 
     return _kernel(capability or _capability(torch.device("cuda"))).select_config(ragged, precision)
 
 
-def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = None, precision: str | None = None):
+def prepare_weights(
+    weights: MXFP4Weights,
+    capability: tuple[int, int] | None = None,
+    precision: str | None = None,
+    layout: str = "mxfp4",
+):
     """MXFP4 expert weights -> the layout of the kernel for `capability` (default: their device's GPU).
     Works on any device, so layouts can be built and checked on the CPU (there `capability` is required).
 
@@ -62,7 +67,11 @@ def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = 
     different encodings, so the prepared weights carry it (`.precision`) and a call runs theirs. None: the kernel's
     default (`_sm90.DEFAULT_PRECISION`, "accurate"; were it "fast", weights whose scales do not fold would take
     "accurate"). "fast" needs the scales to fold exactly (each row's nonzero blocks of a 128-wide K tile within 11
-    binades of the largest): other weights are a ValueError naming the first row and tile that do not."""
+    binades of the largest): other weights are a ValueError naming the first row and tile that do not.
+
+    layout: "mxfp4" (the packed codes, 4.25 bits a weight) or, opt-in on Hopper with precision "fast", "fp8": the
+    folded e4m3 bytes themselves, which the kernel feeds to wgmma without converting them: the same sums, twice the
+    codes' memory (gpt-oss-120b: 265 MB per shard and layer instead of 133 MB; docs/sm90.md)."""
     _check_precision(precision)
     if not isinstance(weights, MXFP4Weights):
         raise ValueError(f"weights must be MXFP4Weights, got {type(weights).__name__}")
@@ -70,6 +79,8 @@ def prepare_weights(weights: MXFP4Weights, capability: tuple[int, int] | None = 
         if weights.device.type != "cuda":
             raise ValueError(f"prepare_weights: weights on {weights.device} need a capability, e.g. (9, 0)")
         capability = _capability(weights.device)
+    if layout != "mxfp4":
+        return _kernel(capability).prepare_for(weights, precision, layout)
     return _kernel(capability).prepare_for(weights, precision)
 
 

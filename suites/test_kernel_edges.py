@@ -301,6 +301,9 @@ def test_k_splits_are_deterministic_and_leave_their_counters_zero(params, sm90, 
     assert counters and all(int(c.abs().sum()) == 0 for c in counters)
 
 
+# The fast precision's K tiles in pairs (the accurate precision runs it as a plain parity-ring loop).
+FAST_PAIRS_PLAN = _sm90.Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2)
+
 # Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
 # on another tile than the table's, and each entry with the other grid order (widest_first).
 OPT_IN_PLANS = [
@@ -308,9 +311,8 @@ OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, split_at=16, large_block_m=64),
     _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=1, tail_rows=32),
     *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
-    # The fast precision's K tiles in pairs (the accurate precision runs it as a plain parity-ring loop), and its
-    # warp-specialized tile (fast only).
-    _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2),
+    # The fast precision's K tiles in pairs, and its warp-specialized tile (fast only).
+    FAST_PAIRS_PLAN,
     _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True),
     _sm90.Sm90Config(
         block_m=128, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, persistent=True
@@ -335,6 +337,43 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     if config.warp_specialized and not config.split_k:
         table = bmm1.run_problem(problem, weights, config=_entry(weights, len(ENTRIES) - 1))
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
+
+
+# The fast precision's fp8 layout through each entry of its table, its K tiles in pairs, and split between programs.
+FP8_LAYOUT_PLANS = [*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0]]
+
+
+@pytest.mark.parametrize("k", [96, 384, 2880])
+@pytest.mark.parametrize("config", FP8_LAYOUT_PLANS, ids=str)
+def test_fp8_layout_gives_the_mxfp4_layout_s_bytes(params, sm90, config, k):
+    """The fold's bytes from memory (layout "fp8") are the values the mxfp4 layout folds in registers, chained and
+    promoted in the same order: the same output bytes, and the reference's tolerance. K under a tile, an odd count
+    of whole tiles, and gpt-oss's."""
+    problem, weights = _k_problem(k, "fast")
+    fp8 = _k_fp8_weights(k)
+    out = _check(problem, fp8, f"K = {k}, layout fp8, {config}", config=config)
+    assert torch.equal(out.view(torch.uint8), bmm1.run_problem(problem, weights, config=config).view(torch.uint8))
+
+
+@functools.cache
+def _k_fp8_weights(k):
+    return bmm1.prepare_weights(_k_weights(k, "fast")[1].weights, precision="fast", layout="fp8")
+
+
+@pytest.fixture(scope="module")
+def fast_layouts(params):
+    """gpt-oss-120b's weights at the fast precision in both layouts: mxfp4, fp8."""
+    return tuple(bmm1.prepare_weights(params.weights, precision="fast", layout=layout) for layout in ("mxfp4", "fp8"))
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_fp8_layout_through_every_tile_width(params, sm90, fast_layouts, entry):
+    """The every-width slices at gpt-oss-120b's K and N on layout "fp8": its bytes equal the mxfp4 layout's."""
+    problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
+    config = _sm90.FAST_CONFIGS[entry][1]
+    fast, fp8 = fast_layouts
+    out = _check(problem, fp8, f"tile widths, layout fp8, {config}", config=config)
+    assert torch.equal(out.view(torch.uint8), bmm1.run_problem(problem, fast, config=config).view(torch.uint8))
 
 
 @pytest.mark.parametrize("params_set", ["seed", "real"])

@@ -99,6 +99,41 @@ def test_fast_words_and_scale_words_fold_to_the_exact_weights(k):
     assert torch.equal(_sm90.emulate_dequant(prepared), dequantize_mxfp4(w, torch.float64))
 
 
+@pytest.mark.parametrize("k", [32, 96, 192, 2880])
+def test_fp8_layout_holds_the_folded_values(k):
+    """layout "fp8": each row's K tile as 128 e4m3 bytes in K order, tile-major ([E, N / 64, tile, 64, 128], zeros
+    past K), with the fast scale words: read back as the kernel reads them, the exact weights; twice the words."""
+    w = _random_weights(e=2, n=128, k=k, spread=_sm90.FAST_WINDOW)
+    fp8 = _sm90.prepare_weights(w, precision="fast", layout="fp8")
+    fast = _sm90.prepare_weights(w, precision="fast")
+    assert (fp8.encoding, fp8.precision, fp8.layout) == ("fast-fp8", "fast", "fp8")
+    assert fp8.words.shape == (2, 2, triton.cdiv(k, 128), 64, 128) and fp8.n == 128
+    assert torch.equal(fp8.scales, fast.scales) and fp8.words.numel() == 2 * fast.words.numel()
+    assert torch.equal(_sm90.emulate_dequant(fp8), dequantize_mxfp4(w, torch.float64))
+    assert not _sm90.row_major_words(fp8)[..., k:].any()
+
+
+def test_fp8_layout_is_the_fast_precision_s_on_the_table_kernel(monkeypatch):
+    """Asked for with another precision, on Blackwell or for the warp-specialized tile (whose producer copies packed
+    words), the layout is refused by name; the table kernel gets the bytes as e4m3."""
+    from moe_gather import bmm1
+
+    w = _random_weights(e=2, n=128, k=256)
+    with pytest.raises(ValueError, match="layout='fp8' holds the fast precision's folded values"):
+        bmm1.prepare_weights(w, capability=(9, 0), layout="fp8")
+    with pytest.raises(ValueError, match="layout must be one of"):
+        bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp4")
+    with pytest.raises(ValueError, match="layout: the sm100 kernel reads MXFP4"):
+        bmm1.prepare_weights(w, capability=(10, 0), layout="fp8")
+    fp8 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp8")
+    launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 1)
+    with pytest.raises(ValueError, match="warp_specialized runs the fast precision's mxfp4 layout, got fast-fp8"):
+        _launch(fp8, [900, 700], WS_CONFIG)
+    _launch(fp8, [900, 700], _sm90.FAST_CONFIGS[-1][1])
+    words = launches[0][1]
+    assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.words)
+
+
 def test_fast_byte_tables_are_e4m3_of_every_magnitude_at_every_d():
     """The fold's arithmetic: FAST_TABLE_* less d * 8 on each nonzero byte is, byte for byte, the e4m3 encoding of
     the e2m1 magnitude times 2 ** (6 - d) for every d of the window (no borrow between bytes, the smallest value
@@ -260,9 +295,10 @@ ALIGNED = {(i,): [["tt.divisibility", 16]] for i in range(11)}  # what Triton's 
 ALIGNED_SPLITS = ALIGNED | {(i,): [["tt.divisibility", 16]] for i in (11, 12)}  # the table kernel's sums, arrivals
 
 
-def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False, fast=False):
+def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False, fast=False, layout="mxfp4"):
     constexprs = _sm90.kernel_constexprs(config, tile, k, n, f16, zero_scale, fast)
-    src = GluonASTSource(_sm90._bmm1_sm90_kernel, SIGNATURE, constexprs=constexprs, attrs=ALIGNED_SPLITS)
+    signature = SIGNATURE | ({"words_ptr": "*fp8e4nv"} if layout == "fp8" else {})  # the fold's bytes
+    src = GluonASTSource(_sm90._bmm1_sm90_kernel, signature, constexprs=constexprs, attrs=ALIGNED_SPLITS)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
@@ -368,6 +404,30 @@ def test_fast_loop_promotes_once_per_tile(config, tmp_path):
     waits = [text for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
     assert sum(line.endswith("0x4") for line in waits) == (tiles - 1 if config.overlap_tiles else 0), waits
     assert len(loop) <= FAST_LOOP_SASS_BUDGET[_entry(config)], len(loop)
+
+
+# The fast table's K loops on layout "fp8": no fold, the copies of twice the bytes; the block_m 128 entry spills 12
+# bytes outside its loop (the mxfp4 layout's 132).
+FP8_LOOP_SASS_BUDGET = {(32, 4, 0): 212, (32, 8, 0): 214, (64, 8, 16): 252, (128, 8, 0): 471}
+FP8_SPILL_BUDGET = {128: 12}
+
+
+@pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)
+def test_fp8_layout_feeds_wgmma_from_shared_memory(config, tmp_path):
+    """The fold's bytes go to wgmma as they landed: the same wgmmas, FFMA and waits as the mxfp4 layout's loop, no
+    byte permute (its fold has two a word), fewer SASS."""
+    kernel = compile_sm90(config, fast=True, layout="fp8")
+    report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
+    assert spilled_bytes(report) <= FP8_SPILL_BUDGET.get(config.block_m, 0), report
+    assert kernel.metadata.shared <= 227 * 1024
+    instructions = main_loop_sass(kernel.asm["cubin"], tmp_path, operands=True, wgmma=_wgmma(config.block_m))
+    loop = [text.split()[0] for text in instructions]
+    tiles = config.overlap_tiles or 2
+    assert loop.count(f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3") == 4 * tiles
+    assert loop.count("FFMA") == tiles * 64 * config.block_m // 128 and "PRMT" not in loop
+    waits = [text for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
+    assert sum(line.endswith("0x4") for line in waits) == (tiles - 1 if config.overlap_tiles else 0), waits
+    assert len(loop) <= FP8_LOOP_SASS_BUDGET[_entry(config)], len(loop)
 
 
 def test_fast_pairs_on_six_stages_load_an_odd_count_ahead_for_one_barrier_a_tile(tmp_path):

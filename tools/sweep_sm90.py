@@ -53,10 +53,15 @@ def main():
     parser.add_argument("--block-m", default="8,16,32,64,128", help="token-tile sizes to sweep (without --split)")
     parser.add_argument("--configs", default=None, help="';'-separated: fields over m32, 4 stages, 4 warps")
     parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
+    parser.add_argument("--layouts", default="mxfp4", help="comma-separated weight layouts, each config on each")
     args = parser.parse_args()
     model = MODELS[args.model]
     params = make_expert_params(model, "cuda")
-    weights = bmm1.prepare_weights(params.weights, precision=args.precision)
+    layouts = {
+        layout: bmm1.prepare_weights(params.weights, precision=args.precision, layout=layout)
+        for layout in args.layouts.split(",")
+    }
+    weights = next(iter(layouts.values()))
     block_ms = tuple(int(m) for m in args.block_m.split(","))
     base = Sm90Config(block_m=32, num_stages=4, num_warps=4)
     forced = [replace(base, **parse_fields(item)) for item in args.configs.split(";")] if args.configs else None
@@ -67,9 +72,9 @@ def main():
         ref = reference_for(problem).out
         table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
-        for config in configs:
+        for config, (layout, weights) in ((c, item) for c in configs for item in layouts.items()):
 
-            def call(config=config, problem=problem):
+            def call(config=config, problem=problem, weights=weights):
                 return bmm1.run_problem(problem, weights, config=config)
 
             try:
@@ -85,8 +90,9 @@ def main():
                 max_err, rms_err = float("nan"), float("nan")
                 print("  ", str(e)[:200])
             us = sustained_seconds(graphed(call)) * 1e6
-            row = {"case": name, **asdict(config), "us": us, "bitwise": agreement.bitwise_equal_fraction,
-                   "max_ulp": agreement.max_ulp, "max_err": max_err, "rms_err": rms_err}  # fmt: skip
+            row = {"case": name, **asdict(config), "layout": layout, "us": us,
+                   "bitwise": agreement.bitwise_equal_fraction, "max_ulp": agreement.max_ulp, "max_err": max_err,
+                   "rms_err": rms_err}  # fmt: skip
             rows.append(row)
             flags = [
                 name
@@ -106,7 +112,8 @@ def main():
                 if getattr(config, name) != Sm90Config.__dataclass_fields__[name].default
             ]
             print(
-                f"{name:>16} m{config.block_m} n{config.block_n} w{config.num_warps} stages{config.num_stages} "
+                f"{name:>16} {layout} m{config.block_m} n{config.block_n} w{config.num_warps} "
+                f"stages{config.num_stages} "
                 f"r{config.maxnreg} s{config.split_at}/{config.large_block_m} {' '.join(flags)}: "
                 f"{us:8.1f} us  "
                 f"bitwise {agreement.bitwise_equal_fraction:.4%}  "
