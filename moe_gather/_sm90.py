@@ -975,8 +975,8 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     config = config or select_config(ragged, w.precision)
     if w.fast and config.two_partials:
         raise ValueError(f"config: the fast precision runs one partial per K tile, got two_partials in {config}")
-    if config.warp_specialized and (not w.fast or w.layout != "mxfp4"):
-        raise ValueError(f"config: warp_specialized runs the fast precision's mxfp4 layout, got {w.encoding} weights")
+    if config.warp_specialized and not w.fast:
+        raise ValueError(f"config: warp_specialized runs the fast precision only, got {w.precision} weights")
     if w.f16:
         config = f16_config(config)
     if w.n % config.block_n:
@@ -987,7 +987,9 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = (ragged.widest_first(config.block_m, config.tail_rows),)
     else:
         schedules = (ragged.schedule(config.block_m, config.tail_rows),)
-    words = w.words.view(torch.float8_e4m3fn if w.layout == "fp8" else torch.int32)  # the kernel reads its dtype
+    # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
+    fp8 = config.fp8_layout and w.fp8 is not None
+    words = w.fp8.view(torch.float8_e4m3fn) if fp8 else w.words.view(torch.int32)
     for tile, schedule in enumerate(schedules):
         if schedule.numel() and config.warp_specialized:
             from ._sm90_ws import bmm1_sm90_ws_kernel, launch_options, ws_constexprs  # it builds on this module

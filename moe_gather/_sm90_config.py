@@ -53,6 +53,10 @@ class Sm90Config:
     # Up to 16 (gpt-oss's 23 K tiles give 12 at most). Its counters live in the RaggedMetadata: launches sharing one
     # must run in stream order.
     k_splits: int = 1
+    # The fast precision's weights prepared in layout "fp8" (their folded e4m3 bytes beside the packed codes): this
+    # config reads the bytes, wgmma's A operand straight from shared memory, no fold (twice the bytes a K tile).
+    # Weights without them run the packed codes.
+    fp8_layout: bool = False
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -67,7 +71,8 @@ class Sm90Config:
             raise ValueError(
                 f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages or more, got {self}"
             )
-        others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings, self.overlap_tiles)
+        others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings, self.overlap_tiles,
+                  self.fp8_layout)  # fmt: skip
         block_ms = (16, 32, 64) if self.split_k else (128,)
         if self.warp_specialized and (
             self.block_m not in block_ms
@@ -80,7 +85,8 @@ class Sm90Config:
             raise ValueError(
                 "Sm90Config: warp_specialized takes block_m 128 (16, 32 or 64 with split_k), num_warps 8 (its"
                 " consumers), num_stages up to 7 (3 or more with split_k), maxnreg 48-168 only with split_k, and none"
-                f" of tail_rows, two_partials, split_at, parity_rings, overlap_tiles (it pairs K tiles), got {self}"
+                " of tail_rows, two_partials, split_at, parity_rings, overlap_tiles (it pairs K tiles), fp8_layout,"
+                f" got {self}"
             )
         if (self.persistent or self.split_k) and not self.warp_specialized:
             raise ValueError(f"Sm90Config: persistent and split_k are the warp-specialized tile's, got {self}")
@@ -129,12 +135,14 @@ CONFIGS = (
 
 
 # The fast precision's table: the same keys; one partial per K tile (its promotion is a quarter of the accurate
-# path's), so block_m 128 drops two_partials; block_m 32 on two warpgroups drops tail_rows (it spills at 80).
+# path's), so block_m 128 drops two_partials; block_m 32 on two warpgroups drops tail_rows (it spills at 80). Only
+# block_m 128 reads the fp8 layout's bytes where the weights have them: the smaller tiles stream their weights, and
+# twice the bytes cost more there than the fold.
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (40, Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2)),
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
-    (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4)),
+    (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4, fp8_layout=True)),
 )
 
 TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS}  # each precision's table

@@ -21,8 +21,8 @@ FAST_TABLE_HI = 0x7C787470
 FAST_WINDOW = 11  # binades a block's scale may sit below its tile's largest in the fast mode (d = 0 .. 11)
 FAST_SHIFT = 6  # the fast mode's tables hold the values times 2 ** 6
 PRECISIONS = ("accurate", "fast")
-# How the fast precision's weights sit in memory: "mxfp4" (packed codes, folded in the kernel) or "fp8" (the folded
-# e4m3 bytes themselves, wgmma's operand straight from shared memory: twice the words' bytes, no conversion).
+# How the fast precision's weights sit in memory: "mxfp4" (packed codes, folded in the kernel) or "fp8" (beside them,
+# the folded e4m3 bytes themselves, which the large tiles hand to wgmma from shared memory, unconverted).
 LAYOUTS = ("mxfp4", "fp8")
 
 
@@ -40,13 +40,14 @@ class Sm90Weights(ExpertShape):
     """MXFP4 weights in the sm90 kernel's layout (prepare_weights)."""
 
     words: torch.Tensor  # uint8 [E, N / 64, cdiv(K, 128), 64, 64]: codes re-packed, tile-major, zeros past K
-    # (layout "fp8": [E, N / 64, cdiv(K, 128), 64, 128], the folded e4m3 bytes in K order)
     scales: torch.Tensor  # uint8 [E, cdiv(K, 128), N, 4]: e8m0 per K tile, then row, then block; zero past K
     k: int
     f16: bool = False  # the fp16 wgmma path, for rows whose block scales spread too widely for fp8 (prepare_weights)
     zero_scale: bool = True  # a block with nonzero codes has scale e8m0 0 (2 ** -127): one more op per scale
     fast: bool = False  # the fast mode's encoding: block scales folded into the e4m3 values, one promotion per K tile
-    layout: str = "mxfp4"  # LAYOUTS; "fp8" only with fast
+    # Layout "fp8" (fast only): the fold's e4m3 bytes in K order, uint8 [E, N / 64, cdiv(K, 128), 64, 128], for the
+    # configs that read them (Sm90Config.fp8_layout); None in layout "mxfp4".
+    fp8: torch.Tensor | None = None
 
     _leading = "scales"
 
@@ -56,8 +57,13 @@ class Sm90Weights(ExpertShape):
 
     @property
     def encoding(self) -> str:
-        """For reports: "f16", "spread", "fast" or "fast-fp8"."""
-        return "f16" if self.f16 else "spread" if not self.fast else "fast" if self.layout == "mxfp4" else "fast-fp8"
+        """For reports: "f16", "spread", "fast" or "fast+fp8"."""
+        return "f16" if self.f16 else "spread" if not self.fast else "fast" if self.fp8 is None else "fast+fp8"
+
+    @property
+    def layout(self) -> str:
+        """LAYOUTS: "fp8" where the folded bytes are held beside the packed codes."""
+        return "mxfp4" if self.fp8 is None else "fp8"
 
     @property
     def precision(self) -> str:
@@ -102,9 +108,9 @@ def prepare_weights(
     row and K tile (fast_scale_words), which the kernel folds into the e4m3 values through a byte table per row and
     block (docs/sm90.md); weights whose scales do not fit the fold's window are refused by name.
 
-    `layout="fp8"` (fast only): the words are the fold's e4m3 bytes themselves (fp8_words), which the kernel hands to
-    wgmma from shared memory; the same values and sums as "mxfp4", twice its words' memory (gpt-oss-120b: 265 MB per
-    shard and layer against 133 MB).
+    `layout="fp8"` (fast only): beside the words, the fold's e4m3 bytes themselves (fp8_words), which the configs
+    that read them (Sm90Config.fp8_layout: the large tiles) hand to wgmma from shared memory: the same values and
+    sums, one byte a weight more in memory (gpt-oss-120b: 265 MB per shard and layer, beside the words' 133 MB).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -128,9 +134,8 @@ def prepare_weights(
         raise ValueError(f"prepare_weights: the sm90 layout needs N a multiple of {ROW_BLOCK}, got {n}")
     tiles = triton.cdiv(k, TILE_K)
     nonzero_blocks = ((w.codes & 0x77) != 0).reshape(e, n, -1, MX_BLOCK // 2).any(-1)  # a magnitude not 0
-    if layout == "fp8":
+    if fast:  # first: weights that do not fold are refused before the words are built
         scales = fast_scale_words(w.scales, nonzero_blocks, tiles)
-        return Sm90Weights(fp8_words(w, scales), scales, k, False, False, True, layout)
     chunks = tiles * (TILE_K // CHUNK_K)
     words = torch.empty((e, n, chunks * CHUNK_K // 2), dtype=torch.uint8, device=w.codes.device)
     i = torch.arange(4, device=w.codes.device)
@@ -154,14 +159,13 @@ def prepare_weights(
                 + (sign[..., 1, :] << (8 * i + 7)).sum(-1)
             ).reshape(n, -1)  # [N, K/8] in kernel order, < 2**32
         words[x] = torch.stack([(word >> (8 * byte)) & 0xFF for byte in range(4)], dim=-1).reshape(n, -1)
-    if fast:
-        scales = fast_scale_words(w.scales, nonzero_blocks, tiles)
-    else:
+    if not fast:
         scales = torch.nn.functional.pad(w.scales, (0, 4 * tiles - w.scales.shape[-1]))
         scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
     zero_scale = bool(((w.scales == 0) & nonzero_blocks).any())  # quantizers give all-zero blocks e8m0 0
     words = words.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K // 2).transpose(2, 3).contiguous()
-    return Sm90Weights(words, scales, k, f16, zero_scale and not fast, fast)
+    fp8 = fp8_words(w, scales) if layout == "fp8" else None
+    return Sm90Weights(words, scales, k, f16, zero_scale and not fast, fast, fp8)
 
 
 def fast_scale_words(scales: torch.Tensor, nonzero_blocks: torch.Tensor, tiles: int) -> torch.Tensor:
@@ -205,19 +209,22 @@ def fp8_words(w: MXFP4Weights, scale_words: torch.Tensor) -> torch.Tensor:
     return out.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K).transpose(2, 3).contiguous()
 
 
-def row_major_words(w: Sm90Weights) -> torch.Tensor:
-    """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel)."""
-    e, blocks, tiles, rows, width = w.words.shape
-    return w.words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)  # "fp8": the bytes, [E, N, tiles * 128]
+def row_major_words(w: Sm90Weights, fp8: bool = False) -> torch.Tensor:
+    """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel); `fp8`: the layout
+    "fp8" bytes, [E, N, cdiv(K, 128) * 128]."""
+    words = w.fp8 if fp8 else w.words
+    e, blocks, tiles, rows, width = words.shape
+    return words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)
 
 
-def emulate_dequant(w: Sm90Weights) -> torch.Tensor:
+def emulate_dequant(w: Sm90Weights, fp8: bool = False) -> torch.Tensor:
     """What the kernel computes from Sm90Weights, in torch: float64 [E, K, N] (tests compare it to the exact
     dequantization). Bit for bit the kernel's encodings, tables, permutes and sign placement, then the block's power
-    of two (the fast mode: the table of the row and block, then the tile's reference power of two)."""
+    of two (the fast mode: the table of the row and block, then the tile's reference power of two). `fp8`: from the
+    layout "fp8" bytes instead of the words."""
     e, n = w.num_experts, w.n
-    if w.layout == "fp8":
-        values = row_major_words(w)[..., : w.k].view(torch.float8_e4m3fn).to(torch.float64)
+    if fp8:
+        values = row_major_words(w, fp8=True)[..., : w.k].view(torch.float8_e4m3fn).to(torch.float64)
         ref = decode_e8m0(_fast_fields(w)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
         return (values * ref.repeat_interleave(TILE_K, dim=-1)[..., : w.k]).transpose(1, 2)
     words = row_major_words(w).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]

@@ -15,9 +15,11 @@ from moe_gather.routing import make_ragged_metadata
 E, K, N, BATCH = 2, 64, 64, 8
 
 
-def _args(**changes):
+def _args(layout=None, **changes):
+    """The call's arguments on the CPU; `layout` given: the weights at the fast precision in that layout."""
     g = torch.Generator().manual_seed(0)
-    weights = bmm1.prepare_weights(quantize_mxfp4(torch.randn(E, K, N, generator=g)), capability=(9, 0))
+    fast = {"precision": "fast", "layout": layout} if layout else {}
+    weights = bmm1.prepare_weights(quantize_mxfp4(torch.randn(E, K, N, generator=g)), capability=(9, 0), **fast)
     sizes = torch.tensor([4, 2], dtype=torch.int32)
     args = {
         "x": torch.randn(BATCH, K, generator=g).to(torch.float8_e4m3fn),
@@ -107,9 +109,11 @@ def _overlaid(t: torch.Tensor, out_bytes: int) -> tuple[torch.Tensor, torch.Tens
     return copy, room[:out_bytes].view(torch.float8_e4m3fn).view(6, N // 2)
 
 
-@pytest.mark.parametrize("where", ["weights.words", "weights.scales", "ragged.block_schedule[64]", "ragged.slice_offs"])
+@pytest.mark.parametrize(
+    "where", ["weights.words", "weights.scales", "weights.fp8", "ragged.block_schedule[64]", "ragged.slice_offs"]
+)
 def test_output_over_the_prepared_weights_or_the_schedules_is_refused(where):
-    args = _args()
+    args = _args(layout="fp8" if where == "weights.fp8" else None)
     owner_name, attribute = where.split(".")
     owner = args[owner_name]
     if "[" in attribute:
@@ -120,7 +124,8 @@ def test_output_over_the_prepared_weights_or_the_schedules_is_refused(where):
         copy, out = _overlaid(getattr(owner, attribute), 6 * (N // 2))
         args[owner_name] = replace(owner, **{attribute: copy})
     with pytest.raises(ValueError, match=f"out overlaps {re.escape(where)}"):
-        _call(**(args | {"out": out}))
+        x, weights, bias, gather, ragged = (args.pop(k) for k in ("x", "weights", "bias", "gather_indx", "ragged"))
+        bmm1.moe_bmm1(x, weights, bias, gather, ragged, **(args | {"out": out}))
 
 
 @pytest.mark.parametrize("name", ["x_scale", "out_scale"])

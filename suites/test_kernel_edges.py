@@ -339,41 +339,41 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
-# The fast precision's fp8 layout through each entry of its table, its K tiles in pairs, and split between programs.
-FP8_LAYOUT_PLANS = [*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0]]
+# The fast precision's fp8 layout read by each entry of its table, its K tiles in pairs, and split between programs.
+FP8_LAYOUT_PLANS = [
+    dataclasses.replace(c, fp8_layout=True)
+    for c in (*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])
+]
+
+
+def _both_layouts(problem, weights, config, description):
+    """The call reading the fp8 layout's bytes (`config`) against the reference, and byte for byte against the same
+    config reading the packed words: the same values, chained and promoted in the same order."""
+    out = _check(problem, weights, f"{description}, {config}", config=config)
+    words = bmm1.run_problem(problem, weights, config=dataclasses.replace(config, fp8_layout=False))
+    assert torch.equal(out.view(torch.uint8), words.view(torch.uint8))
 
 
 @pytest.mark.parametrize("k", [96, 384, 2880])
 @pytest.mark.parametrize("config", FP8_LAYOUT_PLANS, ids=str)
-def test_fp8_layout_gives_the_mxfp4_layout_s_bytes(params, sm90, config, k):
-    """The fold's bytes from memory (layout "fp8") are the values the mxfp4 layout folds in registers, chained and
-    promoted in the same order: the same output bytes, and the reference's tolerance. K under a tile, an odd count
-    of whole tiles, and gpt-oss's."""
-    problem, weights = _k_problem(k, "fast")
-    fp8 = _k_fp8_weights(k)
-    out = _check(problem, fp8, f"K = {k}, layout fp8, {config}", config=config)
-    assert torch.equal(out.view(torch.uint8), bmm1.run_problem(problem, weights, config=config).view(torch.uint8))
-
-
-@functools.cache
-def _k_fp8_weights(k):
-    return bmm1.prepare_weights(_k_weights(k, "fast")[1].weights, precision="fast", layout="fp8")
+def test_fp8_layout_gives_the_packed_words_bytes(params, sm90, config, k):
+    """K under a tile, an odd count of whole tiles, and gpt-oss's."""
+    problem = _k_problem(k, "fast")[0]
+    weights = bmm1.prepare_weights(_k_weights(k, "fast")[1].weights, precision="fast", layout="fp8")
+    _both_layouts(problem, weights, config, f"K = {k}, layout fp8")
 
 
 @pytest.fixture(scope="module")
-def fast_layouts(params):
-    """gpt-oss-120b's weights at the fast precision in both layouts: mxfp4, fp8."""
-    return tuple(bmm1.prepare_weights(params.weights, precision="fast", layout=layout) for layout in ("mxfp4", "fp8"))
+def fp8_layout(params):
+    """gpt-oss-120b's weights at the fast precision in layout "fp8"."""
+    return bmm1.prepare_weights(params.weights, precision="fast", layout="fp8")
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_fp8_layout_through_every_tile_width(params, sm90, fast_layouts, entry):
-    """The every-width slices at gpt-oss-120b's K and N on layout "fp8": its bytes equal the mxfp4 layout's."""
+def test_fp8_layout_through_every_tile_width(params, sm90, fp8_layout, entry):
+    """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout."""
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
-    config = _sm90.FAST_CONFIGS[entry][1]
-    fast, fp8 = fast_layouts
-    out = _check(problem, fp8, f"tile widths, layout fp8, {config}", config=config)
-    assert torch.equal(out.view(torch.uint8), bmm1.run_problem(problem, fast, config=config).view(torch.uint8))
+    _both_layouts(problem, fp8_layout, FP8_LAYOUT_PLANS[entry], "tile widths, layout fp8")
 
 
 @pytest.mark.parametrize("params_set", ["seed", "real"])

@@ -101,21 +101,22 @@ def test_fast_words_and_scale_words_fold_to_the_exact_weights(k):
 
 @pytest.mark.parametrize("k", [32, 96, 192, 2880])
 def test_fp8_layout_holds_the_folded_values(k):
-    """layout "fp8": each row's K tile as 128 e4m3 bytes in K order, tile-major ([E, N / 64, tile, 64, 128], zeros
-    past K), with the fast scale words: read back as the kernel reads them, the exact weights; twice the words."""
+    """layout "fp8": beside the fast words, each row's K tile as 128 e4m3 bytes in K order, tile-major ([E, N / 64,
+    tile, 64, 128], zeros past K): read back as the kernel reads them, with the scale words, the exact weights."""
     w = _random_weights(e=2, n=128, k=k, spread=_sm90.FAST_WINDOW)
     fp8 = _sm90.prepare_weights(w, precision="fast", layout="fp8")
     fast = _sm90.prepare_weights(w, precision="fast")
-    assert (fp8.encoding, fp8.precision, fp8.layout) == ("fast-fp8", "fast", "fp8")
-    assert fp8.words.shape == (2, 2, triton.cdiv(k, 128), 64, 128) and fp8.n == 128
-    assert torch.equal(fp8.scales, fast.scales) and fp8.words.numel() == 2 * fast.words.numel()
-    assert torch.equal(_sm90.emulate_dequant(fp8), dequantize_mxfp4(w, torch.float64))
-    assert not _sm90.row_major_words(fp8)[..., k:].any()
+    assert (fp8.encoding, fp8.precision, fp8.layout, fast.layout) == ("fast+fp8", "fast", "fp8", "mxfp4")
+    assert fp8.fp8.shape == (2, 2, triton.cdiv(k, 128), 64, 128) and fp8.n == 128 and fast.fp8 is None
+    assert torch.equal(fp8.scales, fast.scales) and torch.equal(fp8.words, fast.words)
+    assert torch.equal(_sm90.emulate_dequant(fp8, fp8=True), dequantize_mxfp4(w, torch.float64))
+    assert not _sm90.row_major_words(fp8, fp8=True)[..., k:].any()
 
 
-def test_fp8_layout_is_the_fast_precision_s_on_the_table_kernel(monkeypatch):
-    """Asked for with another precision, on Blackwell or for the warp-specialized tile (whose producer copies packed
-    words), the layout is refused by name; the table kernel gets the bytes as e4m3."""
+def test_fp8_layout_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeypatch):
+    """Asked for with another precision or on Blackwell, the layout is refused by name, as is fp8_layout on the
+    warp-specialized tile (whose producer copies packed words); the table's block_m 128 entry gets the bytes as e4m3,
+    its other entries (and every entry on weights without them) the packed words."""
     from moe_gather import bmm1
 
     w = _random_weights(e=2, n=128, k=256)
@@ -126,12 +127,22 @@ def test_fp8_layout_is_the_fast_precision_s_on_the_table_kernel(monkeypatch):
     with pytest.raises(ValueError, match="layout: the sm100 kernel reads MXFP4"):
         bmm1.prepare_weights(w, capability=(10, 0), layout="fp8")
     fp8 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp8")
+    with pytest.raises(ValueError, match=r"warp_specialized takes .* fp8_layout"):
+        replace(WS_CONFIG, fp8_layout=True)
+    assert [c.fp8_layout for _, c in _sm90.FAST_CONFIGS] == [False, False, False, True]
+    assert not any(c.fp8_layout for _, c in _sm90.CONFIGS)
     launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 1)
-    with pytest.raises(ValueError, match="warp_specialized runs the fast precision's mxfp4 layout, got fast-fp8"):
-        _launch(fp8, [900, 700], WS_CONFIG)
-    _launch(fp8, [900, 700], _sm90.FAST_CONFIGS[-1][1])
-    words = launches[0][1]
-    assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.words)
+    mxfp4 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast")
+    for weights in (fp8, mxfp4):
+        for _, config in _sm90.FAST_CONFIGS:
+            _launch(weights, [900, 700], config)
+    for (_, words, _), (weights, (_, config)) in zip(
+        launches, [(w, c) for w in (fp8, mxfp4) for c in _sm90.FAST_CONFIGS], strict=True
+    ):
+        if config.fp8_layout and weights is fp8:
+            assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.fp8)
+        else:
+            assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
 
 
 def test_fast_byte_tables_are_e4m3_of_every_magnitude_at_every_d():
@@ -415,7 +426,7 @@ FP8_SPILL_BUDGET = {128: 12}
 @pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)
 def test_fp8_layout_feeds_wgmma_from_shared_memory(config, tmp_path):
     """The fold's bytes go to wgmma as they landed: the same wgmmas, FFMA and waits as the mxfp4 layout's loop, no
-    byte permute (its fold has two a word), fewer SASS."""
+    byte permute (its fold has two a word), fewer SASS. Every entry's tile (a forced fp8_layout runs any of them)."""
     kernel = compile_sm90(config, fast=True, layout="fp8")
     report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
     assert spilled_bytes(report) <= FP8_SPILL_BUDGET.get(config.block_m, 0), report
