@@ -1,7 +1,7 @@
 """Benchmark: the kernel and triton_kernels' matmul_ogs, same process, same routing, ceilings measured in the run.
 
-    python -m moe_gather bench [--model gpt-oss-120b] [--routing all] [--batch-sizes 128,4096] [--precision fast]
-                               [--json out.json]
+    python -m moe_gather bench [--model gpt-oss-120b] [--routing all] [--batch-sizes 128,4096]
+                               [--precision fast [--layout fp8]] [--json out.json]
 
 Per case: time, TFLOP/s, TB/s, % of roofline, the speedup over the peer and the vendor anchor's time over the
 kernel's (vendor_speedup). Roofline time =
@@ -31,6 +31,7 @@ import triton
 from triton.testing import do_bench_cudagraph
 
 from . import bmm1, peer
+from ._sm90_layout import LAYOUTS
 from .benchmarking import graphed, sustained_seconds
 from .mxfp4 import dequantize_mxfp4
 from .problem import MODELS, ROUTINGS, cases, make_expert_params, make_problem, parse_batch_sizes
@@ -158,7 +159,9 @@ def _time_column(name, timer, us_key, ratio_key, selected, rows, params, skip_em
         row[ratio_key] = row[us_key] / row["us"]
 
 
-def run(model: str, routings, batches, json_path: str | None, with_peer: bool = True, precision=None, vendor=True):
+def run(
+    model: str, routings, batches, json_path: str | None, with_peer=True, precision=None, vendor=True, layout="mxfp4"
+):
     """Kernel timings for every case first, then the peer's on the same problems (regenerated, deterministic), so
     that a peer failure cannot cost the kernel's numbers."""
     ceilings = measure_ceilings()
@@ -170,7 +173,7 @@ def run(model: str, routings, batches, json_path: str | None, with_peer: bool = 
         flush=True,
     )
     params = make_expert_params(MODELS[model], "cuda")
-    weights = bmm1.prepare_weights(params.weights, precision=precision)
+    weights = bmm1.prepare_weights(params.weights, precision=precision, layout=layout)
     selected = cases((model,), routings, batches)
     rows = []
     for case in selected:
@@ -213,7 +216,10 @@ def main(argv=None):
     parser.add_argument(
         "--precision", choices=bmm1.PRECISIONS, default=None, help="the kernel's (default: prepare_weights')"
     )
+    parser.add_argument("--layout", choices=LAYOUTS, default="mxfp4", help="the weights' (fp8: with --precision fast)")
     args = parser.parse_args(argv)
+    if args.layout != "mxfp4" and args.precision != "fast":
+        parser.error(f"--layout {args.layout} holds the fast precision's folded bytes: add --precision fast")
     routings = ROUTINGS if args.routing == "all" else (args.routing,)
     try:
         batches = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else None
@@ -221,4 +227,4 @@ def main(argv=None):
         parser.error(f"--batch-sizes: {e}")
     if not torch.cuda.is_available():
         parser.error("needs a CUDA GPU")
-    run(args.model, routings, batches, args.json, not args.no_peer, args.precision, not args.no_vendor)
+    run(args.model, routings, batches, args.json, not args.no_peer, args.precision, not args.no_vendor, args.layout)

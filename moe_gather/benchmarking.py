@@ -102,11 +102,13 @@ def device_slug(device_name: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
 
 
-def baseline_folder_name(device_name: str | None, precision: str | None = None) -> str:
-    """A device's baseline folder for a precision: the default's (None, "accurate") is device_slug's; another
-    precision's has its own ('nvidia-h200-fast'), so that its times are never judged against another precision's."""
+def baseline_folder_name(device_name: str | None, precision: str | None = None, layout: str = "mxfp4") -> str:
+    """A device's baseline folder for a precision and weight layout: the default's (None, "accurate") is
+    device_slug's; another precision's has its own ('nvidia-h200-fast'), as has another layout ('nvidia-h200-fast-fp8'),
+    so that their times are never judged against another's."""
     slug = device_slug(device_name)
-    return slug if precision in (None, "accurate") else f"{slug}-{precision}"
+    name = slug if precision in (None, "accurate") else f"{slug}-{precision}"
+    return name if layout == "mxfp4" else f"{name}-{layout}"
 
 
 class BaselineError(Exception):

@@ -82,7 +82,7 @@ import torch
 import triton  # imported here, once: pytester's in-process runs cannot re-import its native module
 
 from . import benchmarking
-from ._sm90_layout import PRECISIONS  # the sm90 kernel's precisions, a superset of every other kernel's
+from ._sm90_layout import LAYOUTS, PRECISIONS  # the sm90 kernel's precisions (every other kernel's) and layouts
 from .problem import MODELS, PARAMS, cases, parse_batch_sizes
 from .routing import ROUTINGS
 
@@ -174,6 +174,12 @@ def pytest_addoption(parser):
         default="default",
         help="the kernel's precision (default: prepare_weights' own choice)",
     )
+    group.addoption(
+        "--layout",
+        choices=LAYOUTS,
+        default="mxfp4",
+        help="the weights' layout: fp8 holds the fast precision's folded bytes beside the codes (default: mxfp4)",
+    )
     group.addoption("--baselines-dir", default=None, help="per-GPU baseline folders (default: <rootdir>/baselines)")
     group.addoption(
         "--regression-threshold",
@@ -217,6 +223,10 @@ def pytest_configure(config):
         config.addinivalue_line("markers", marker)
     if config.getoption("batch_sizes") is not None:
         _parse_batch_sizes(config.getoption("batch_sizes"))
+    if config.getoption("layout") != "mxfp4" and config.getoption("precision") != "fast":
+        raise pytest.UsageError(
+            f"--layout {config.getoption('layout')} holds the fast precision's folded bytes: add --precision fast"
+        )
     if config.getoption("benchmark_plot"):
         try:
             import matplotlib  # noqa: F401
@@ -236,18 +246,20 @@ class Gate:
     gpu: str | None  # this run's GPU UUID (None on the CPU tier)
 
 
-def baseline_folder(precision_option: str, device: str | None) -> str:
-    """The baselines folder of --precision ("default": the Hopper kernel's default precision) on `device`."""
+def baseline_folder(precision_option: str, device: str | None, layout: str = "mxfp4") -> str:
+    """The baselines folder of --precision ("default": the Hopper kernel's default precision) and --layout on
+    `device`."""
     from ._sm90_config import DEFAULT_PRECISION
 
     precision = DEFAULT_PRECISION if precision_option == "default" else precision_option
-    return benchmarking.baseline_folder_name(device, precision)
+    return benchmarking.baseline_folder_name(device, precision, layout)
 
 
 def _configure_benchmarks(config, target: GpuTarget):
     """Before pytest-benchmark reads its options: on a GPU tier, store under baselines/<gpu> (<gpu>-fast with
-    --precision fast; unless --benchmark-storage is given) and time with a device-synchronizing timer (unless
-    --benchmark-timer is). The baselines load at session start, from the files pytest-benchmark's storage selects."""
+    --precision fast, <gpu>-fast-fp8 with --layout fp8 too; unless --benchmark-storage is given) and time with a
+    device-synchronizing timer (unless --benchmark-timer is). The baselines load at session start, from the files
+    pytest-benchmark's storage selects."""
     try:
         config.stash[_THRESHOLDS] = benchmarking.Thresholds.parse(config.getoption("regression_threshold"))
     except ValueError as e:
@@ -256,7 +268,7 @@ def _configure_benchmarks(config, target: GpuTarget):
         folder = Path(config.getoption("baselines_dir") or config.rootpath / "baselines")
         folder = config.rootpath / folder if not folder.is_absolute() else folder
         if config.getoption("benchmark_storage") == "file://./.benchmarks":  # pytest-benchmark's default: not chosen
-            name = baseline_folder(config.getoption("precision"), target.measured)
+            name = baseline_folder(config.getoption("precision"), target.measured, config.getoption("layout"))
             config.option.benchmark_storage = f"file://{folder / name}"
         if config.getoption("benchmark_timer") == "time.perf_counter":
             config.option.benchmark_timer = "moe_gather.benchmarking.cuda_timer"
@@ -534,15 +546,22 @@ def _kernel_weights_cache():
     return {}
 
 
+@pytest.fixture(scope="session")
+def layout(request) -> str:
+    """--layout as bmm1.prepare_weights takes it."""
+    return request.config.getoption("--layout")
+
+
 @pytest.fixture
-def kernel_weights(problem, precision, _kernel_weights_cache):
-    """The problem's expert weights in the kernel layout of the GPU under test at --precision, built once per model."""
+def kernel_weights(problem, precision, layout, _kernel_weights_cache):
+    """The problem's expert weights in the kernel layout of the GPU under test at --precision and --layout, built once
+    per model."""
     from . import bmm1
 
-    key = (problem.case.model.name, precision)
+    key = (problem.case.model.name, precision, layout)
     if key not in _kernel_weights_cache:
         _kernel_weights_cache.clear()
-        _kernel_weights_cache[key] = bmm1.prepare_weights(problem.params.weights, precision=precision)
+        _kernel_weights_cache[key] = bmm1.prepare_weights(problem.params.weights, precision=precision, layout=layout)
     return _kernel_weights_cache[key]
 
 

@@ -35,6 +35,14 @@ def test_bad_batch_sizes_are_refused_by_name(capsys, command, sizes, why):
     assert "--batch-sizes: batch sizes" in err and why in err
 
 
+@pytest.mark.parametrize("precision", [[], ["--precision", "accurate"]])
+def test_bench_refuses_the_fp8_layout_without_the_fast_precision(capsys, precision):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["bench", "--layout", "fp8", *precision])
+    assert exit_.value.code == 2
+    assert "--layout fp8 holds the fast precision's folded bytes: add --precision fast" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU machine's answer: here a GPU would measure")
 @pytest.mark.parametrize("command", ["bench", "accuracy"])
 def test_measuring_without_a_gpu_says_so(capsys, command):

@@ -341,6 +341,7 @@ def test_each_precision_keeps_its_own_baselines(monkeypatch):
 
     assert baseline_folder_name("NVIDIA H200") == baseline_folder_name("NVIDIA H200", "accurate") == "nvidia-h200"
     assert baseline_folder("fast", "NVIDIA H200") == "nvidia-h200-fast"
+    assert baseline_folder("fast", "NVIDIA H200", "fp8") == "nvidia-h200-fast-fp8"  # the folded bytes: faster
     assert baseline_folder("default", "NVIDIA H200") == "nvidia-h200"  # the default is "accurate"
     monkeypatch.setattr(_sm90_config, "DEFAULT_PRECISION", "fast")
     assert baseline_folder("default", "NVIDIA H200") == "nvidia-h200-fast"

@@ -123,6 +123,14 @@ def test_bad_batch_sizes_are_a_usage_error(pytester, bad, why):
     result.stderr.fnmatch_lines([f"*--batch-sizes: batch sizes *{why}*"])
 
 
+@pytest.mark.parametrize("precision", [[], ["--precision", "accurate"]])
+def test_fp8_layout_without_the_fast_precision_is_a_usage_error(pytester, precision):
+    pytester.makepyfile(test_cases=CASE_TEST)
+    result = pytester.runpytest("--gpu", "cpu", "--layout", "fp8", *precision)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--layout fp8 holds the fast precision's folded bytes: add --precision fast*"])
+
+
 @pytest.mark.parametrize("tier", ["hopper", "blackwell"])
 def test_explicit_tier_without_its_gpu_is_a_usage_error(pytester, tier):
     found = pytest_plugin.detect_gpu()
