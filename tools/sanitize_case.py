@@ -3,6 +3,7 @@
 compute-sanitizer --tool memcheck --error-exitcode 9 python3 tools/sanitize_case.py uniform 4096
 compute-sanitizer --tool racecheck ... python3 tools/sanitize_case.py uniform 2048 256   # N = 256 instead of 5760
 PRECISION=fast compute-sanitizer ...                       # the fast precision (default: prepare_weights')
+PRECISION=fast LAYOUT=fp8 compute-sanitizer ...            # its fp8 layout (default: mxfp4)
 
 The optional third argument narrows N (a multiple of 128): the same K loop, slices and tile widths in a few column
 blocks, so that racecheck, which slows every shared-memory access, finishes on the large table entries too.
@@ -24,11 +25,13 @@ def main(routing: str, batch: int, n: int | None = None):
         model = dataclasses.replace(model, name=f"{model.name}-n{n}", n=n)
     params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, routing, batch), "cuda", params)
-    weights = bmm1.prepare_weights(params.weights, precision=os.environ.get("PRECISION") or None)
+    weights = bmm1.prepare_weights(
+        params.weights, precision=os.environ.get("PRECISION") or None, layout=os.environ.get("LAYOUT") or "mxfp4"
+    )
     config = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
     bmm1.run_problem(problem, weights)
     torch.cuda.synchronize()
-    print(f"{routing}-bs{batch}: {problem.tokens} tokens, N = {model.n}, {config}")
+    print(f"{routing}-bs{batch}: {problem.tokens} tokens, N = {model.n}, {weights.encoding} weights, {config}")
 
 
 if __name__ == "__main__":
