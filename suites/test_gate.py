@@ -305,14 +305,15 @@ def _local_rows(case) -> int:
 def test_the_committed_baselines_hold_every_nightly_case(folder):
     """Each GPU's committed baselines load as the gate loads them (one device, the folder's, every file readable) and
     hold exactly the cases the nightly gate measures (the seed's parameters, the ladder and the decode batches, less
-    those whose local shard gets no rows: they skip; `--model all`, and gpt-oss-120b alone in a `-fast` folder, the
-    fast precision's gate): none missing, none stale."""
+    those whose local shard gets no rows: they skip; `--model all`, and gpt-oss-120b alone in a `-fast` or
+    `-fast-fp8` folder, the fast precision's gates): none missing, none stale."""
     from pytest_benchmark.logger import Logger
     from pytest_benchmark.storage.file import FileStorage
 
     device = benchmarking._read_baseline(next(folder.rglob("*.json")))[0]
-    fast = folder.name.endswith("-fast")
-    assert baseline_folder_name(device, "fast" if fast else None) == folder.name
+    fast = folder.name.endswith(("-fast", "-fast-fp8"))
+    layout = "fp8" if folder.name.endswith("-fp8") else "mxfp4"
+    assert baseline_folder_name(device, "fast" if fast else None, layout) == folder.name
     for machine in sorted(p.name for p in folder.iterdir() if p.is_dir()):  # as pytest-benchmark on that machine
         storage = FileStorage(folder, Logger(Logger.QUIET, config=None), default_machine_id=machine)
         files = list(storage.load("[0-9][0-9][0-9][0-9]_"))

@@ -103,6 +103,7 @@ def main():
                     "warp_specialized",
                     "persistent",
                     "split_k",
+                    "fp8_layout",
                 )
                 if getattr(config, name)
             ]
