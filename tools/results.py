@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from moe_gather import accuracy  # noqa: E402
 from moe_gather._sm90_config import Sm90Config  # noqa: E402
 from moe_gather.bench import summarize  # noqa: E402
+from moe_gather.benchmarking import baseline_folder_name  # noqa: E402
 from moe_gather.problem import MODELS  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -122,7 +123,8 @@ def gate() -> str:
     slowed = "MOE_GATHER_SM90_FORCE=block_m=16,num_stages=2,tail_rows=0,two_partials=0"
     lead = (
         "Each log is one run of `pytest suites/test_benchmark.py --gpu hopper ...`: compares of the unchanged kernel "
-        "against its baselines, the save of the decode baselines, and a run with a slower config forced "
+        "against its baselines, the saves of the decode baselines and of the fast precision's fp8 layout "
+        "(`--precision fast --layout fp8`), and a run with a slower config forced "
         f"(`{slowed} ... --benchmark-compare`) that the gate fails. Time change: the measured median against the "
         "baseline's. How the gate decides: docs/gate.md. This page: `python tools/results.py`."
     )
@@ -268,12 +270,15 @@ def _sweeps() -> list[str]:
     return [*configs, "", *lines]
 
 
-FAST_BASELINES = ROOT / "baselines" / "nvidia-h200-fast" / "Linux-CPython-3.12-64bit"
+def _baselines(layout: str) -> Path:
+    """The fast precision's baselines folder for a weight layout (as the plugin names it)."""
+    return ROOT / "baselines" / baseline_folder_name("NVIDIA H200", "fast", layout) / "Linux-CPython-3.12-64bit"
 
 
-def _fast_gate() -> tuple[list[str], list[str]]:
-    """The fast gate's baseline against the bar: its summary lines and its per-case table."""
-    paths = sorted(FAST_BASELINES.glob("*.json"))
+def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
+    """The fast gate's baseline in a weight layout against the bar: its summary lines and its per-case table (the fp8
+    layout's: the cases whose config reads its bytes; the others run the mxfp4 layout's kernel)."""
+    paths = sorted(_baselines(layout).glob("*.json"))
     rows = [b["extra_info"] for path in paths for b in json.loads(path.read_text())["benchmarks"]]
     ladder = summarize([r for r in rows if "decode" not in r["case"]])
     decode = summarize([r for r in rows if "decode" in r["case"]])
@@ -287,9 +292,11 @@ def _fast_gate() -> tuple[list[str], list[str]]:
         return geometric_mean([r["roof_us"] / max(r["roof_us"] / fraction, floor) for r in small_rows])
 
     names = ", ".join(f"`{_rel(p)}`" for p in paths)
+    option = "" if layout == "mxfp4" else f" --layout {layout}"
     summary = [
-        f"The fast gate's baseline ({names}: `pytest suites/test_benchmark.py --gpu hopper --precision fast "
-        "--benchmark-save=NAME`, triton_kernels on PYTHONPATH), against the bar:",
+        f"The fast gate's baseline{' in the fp8 layout' if option else ''} ({names}: `pytest suites/test_benchmark.py "
+        f"--gpu hopper --precision fast{option} --benchmark-save=NAME`, triton_kernels on PYTHONPATH), against the "
+        "bar:",
         "",
         f"- {ladder['cases']} ladder cases: {ladder['geomean_speedup']:.2f}x triton_kernels in geometric mean (min "
         f"{ladder['min_speedup']:.2f}x, slower on {ladder['cases_slower_than_peer']}; the bar 1.8x); "
@@ -308,9 +315,37 @@ def _fast_gate() -> tuple[list[str], list[str]]:
             f"| {r['case']} | {r['tokens']} | {r['us']:.1f} | {r['tflops']:.0f} | {r['pct_roof']:.1%} | "
             f"{r['peer_us']:.1f} | {r['speedup']:.2f} | {r['vendor_us']:.1f} | {r['vendor_speedup']:.2f} |"
             for r in rows
+            if layout == "mxfp4" or "fp8_layout=True" in r["config"]
         ),
     ]
     return summary, table
+
+
+def _layout_sweep(name: str) -> list[str]:
+    """A sweep of configs on both weight layouts (tools/sweep_sm90.py --layouts mxfp4,fp8, JSON): per case and config,
+    each layout's time and fp8's over mxfp4's."""
+    rows = json.loads((FAST / name).read_text())
+
+    def label(r):
+        return (
+            f"m{r['block_m']} {r['num_stages']} stages"
+            + (f" overlap {r['overlap_tiles']}" if r["overlap_tiles"] else "")
+            + (f" cap {r['maxnreg']}" if r["maxnreg"] else "")
+            + ("" if r["parity_rings"] else " no parity rings")
+        )
+
+    configs = list(dict.fromkeys(label(r) for r in rows))
+    us = {(r["case"], label(r), r["layout"]): r["us"] for r in rows}
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    head = "| case | " + " | ".join(f"{c}: mxfp4 | fp8 | fp8 / mxfp4" for c in configs) + " |"
+    lines = [head, "|---|" + "---:|---:|---:|" * len(configs)]
+    for case in cases:
+        cells = []
+        for c in configs:
+            mx, fp = us[case, c, "mxfp4"], us[case, c, "fp8"]
+            cells += [f"{mx:.1f}", f"{fp:.1f}", f"{fp / mx:.3f}"]
+        lines.append(f"| {case} | " + " | ".join(cells) + " |")
+    return lines
 
 
 FLOOR_LINE = re.compile(
@@ -474,6 +509,7 @@ FAST_20B_BATCHES = "32,64,128,256,512,1024,2048,3072,4096,5120,6144,7680"  # eve
 def fast() -> str:
     """The fast precision beside the accurate one, the peer and the vendor anchor (one process each run)."""
     gate_summary, gate_table = _fast_gate()
+    fp8_summary, fp8_table = _fast_gate("fp8")
     fast_data = json.loads((FAST / "bench_fast.json").read_text())
     decode = json.loads((FAST / "bench_fast_decode.json").read_text())
     accurate = {
@@ -499,6 +535,8 @@ def fast() -> str:
         "# The fast precision on the NVIDIA H200",
         "",
         *gate_summary,
+        "",
+        *fp8_summary,
         "",
         f"Beside the accurate precision: gpt-oss-120b, {len(rows)} cases (every other ladder batch size from 128 "
         "and the decode sizes 1-64 with rows on the shard, both routings), "
@@ -537,6 +575,40 @@ def fast() -> str:
         '"1;2;..."`)',
         "",
         *_sweeps(),
+        "",
+        "## The fp8 layout",
+        "",
+        "`prepare_weights(..., precision=\"fast\", layout=\"fp8\")` holds the fold's e4m3 bytes beside the packed "
+        "words; the table's block_m 128 entry (`fp8_layout`) hands them to wgmma from shared memory. Its gate "
+        "baseline's cases that read them (the others run the mxfp4 layout's kernel):",
+        "",
+        *fp8_table,
+        "",
+        "Each config on both layouts in one process, us (`python tools/sweep_sm90.py --precision fast --layouts "
+        'mxfp4,fp8 --cases ... --configs "C1,fp8_layout=1;..." --json ...`):',
+        "",
+        "- `sweep_fp8_large.json`:",
+        "",
+        *_layout_sweep("sweep_fp8_large.json"),
+        "",
+        "- `sweep_fp8_mid.json` (the block_m 64 entry's tiles and the block_m 128 entry's):",
+        "",
+        *_layout_sweep("sweep_fp8_mid.json"),
+        "",
+        "- `sweep_shallow.json` (the first entry, and shallower rings at 64 and 80 registers: 8 and 6 programs a "
+        "multiprocessor):",
+        "",
+        *_layout_sweep("sweep_shallow.json"),
+        "",
+        f"Against the reference and byte for byte against the packed words' output: "
+        f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: `pytest suites/test_kernel_edges.py "
+        "--gpu hopper --precision fast -k 'fp8_layout or through_k_splits'`: every fast entry, the K tiles in pairs "
+        "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices; with it the "
+        "k_splits K tests, whose accurate run is `k_splits_k_accurate.log`: "
+        f"{_closing(FAST / 'k_splits_k_accurate.log')}). compute-sanitizer on the block_m 128 entry reading the fp8 "
+        "layout (`fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases below):",
+        "",
+        *_sanitize_table(FAST / "fp8_sanitize.log"),
         "",
         "## Decode: what bounds it",
         "",
