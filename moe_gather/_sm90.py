@@ -494,14 +494,12 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constex
     acc_layout: gl.constexpr = part.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     DENSE: gl.constexpr = stage.w.dtype == gl.float8e4nv  # layout "fp8": the folded bytes, A from shared memory
-    if DENSE:
-        a = stage.w.slice(0, _MX_BLOCK, dim=1)
-    else:
+    if not DENSE:
         blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
         sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
         sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
-        a = _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     ref_rows = _ref_scales(stage, acc_layout)
+    a = stage.w.slice(0, _MX_BLOCK, dim=1) if DENSE else _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
     if TAIL_ROWS:
         part_e = warpgroup_mma(a, _x_block(stage.x_tail, 0), part_e, use_acc=False, is_async=True)
