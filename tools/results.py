@@ -603,7 +603,10 @@ def fast() -> str:
         f"Against the reference and byte for byte against the packed words' output: "
         f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: `pytest suites/test_kernel_edges.py "
         "--gpu hopper --precision fast -k 'fp8_layout or through_k_splits'`: every fast entry, the K tiles in pairs "
-        "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices; with it the "
+        "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices, run when the "
+        "layout held the bytes alone: the kernels it ran compile to the same SASS as the present ones, and "
+        "`compare_fast_fp8.log` (the gate page) checks every gate case of the fp8 layout against the reference; with "
+        "it the "
         "k_splits K tests, whose accurate run is `k_splits_k_accurate.log`: "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}). compute-sanitizer on the block_m 128 entry reading the fp8 "
         "layout (`fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases below):",
