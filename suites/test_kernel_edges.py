@@ -356,7 +356,7 @@ def _both_layouts(problem, weights, config, description):
 
 @pytest.mark.parametrize("k", [96, 384, 2880])
 @pytest.mark.parametrize("config", FP8_LAYOUT_PLANS, ids=str)
-def test_fp8_layout_gives_the_packed_words_bytes(params, sm90, config, k):
+def test_layout_fp8_gives_the_packed_words_bytes(params, sm90, config, k):
     """K under a tile, an odd count of whole tiles, and gpt-oss's."""
     problem = _k_problem(k, "fast")[0]
     weights = bmm1.prepare_weights(_k_weights(k, "fast")[1].weights, precision="fast", layout="fp8")
@@ -370,7 +370,7 @@ def fp8_layout(params):
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_fp8_layout_through_every_tile_width(params, sm90, fp8_layout, entry):
+def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, entry):
     """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout."""
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
     _both_layouts(problem, fp8_layout, FP8_LAYOUT_PLANS[entry], "tile widths, layout fp8")

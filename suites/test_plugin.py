@@ -124,7 +124,7 @@ def test_bad_batch_sizes_are_a_usage_error(pytester, bad, why):
 
 
 @pytest.mark.parametrize("precision", [[], ["--precision", "accurate"]])
-def test_fp8_layout_without_the_fast_precision_is_a_usage_error(pytester, precision):
+def test_layout_fp8_without_the_fast_precision_is_a_usage_error(pytester, precision):
     pytester.makepyfile(test_cases=CASE_TEST)
     result = pytester.runpytest("--gpu", "cpu", "--layout", "fp8", *precision)
     assert result.ret == pytest.ExitCode.USAGE_ERROR

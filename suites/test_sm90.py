@@ -100,7 +100,7 @@ def test_fast_words_and_scale_words_fold_to_the_exact_weights(k):
 
 
 @pytest.mark.parametrize("k", [32, 96, 192, 2880])
-def test_fp8_layout_holds_the_folded_values(k):
+def test_layout_fp8_holds_the_folded_values(k):
     """layout "fp8": beside the fast words, each row's K tile as 128 e4m3 bytes in K order, tile-major ([E, N / 64,
     tile, 64, 128], zeros past K): read back as the kernel reads them, with the scale words, the exact weights."""
     w = _random_weights(e=2, n=128, k=k, spread=_sm90.FAST_WINDOW)
@@ -113,7 +113,7 @@ def test_fp8_layout_holds_the_folded_values(k):
     assert not _sm90.row_major_words(fp8, fp8=True)[..., k:].any()
 
 
-def test_fp8_layout_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeypatch):
+def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeypatch):
     """Asked for with another precision or on Blackwell, the layout is refused by name, as is fp8_layout on the
     warp-specialized tile (whose producer copies packed words); the table's block_m 128 entry gets the bytes as e4m3,
     its other entries (and every entry on weights without them) the packed words."""
@@ -424,7 +424,7 @@ FP8_SPILL_BUDGET = {128: 12}
 
 
 @pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)
-def test_fp8_layout_feeds_wgmma_from_shared_memory(config, tmp_path):
+def test_layout_fp8_feeds_wgmma_from_shared_memory(config, tmp_path):
     """The fold's bytes go to wgmma as they landed: the same wgmmas, FFMA and waits as the mxfp4 layout's loop, no
     byte permute (its fold has two a word), fewer SASS. Every entry's tile (a forced fp8_layout runs any of them)."""
     kernel = compile_sm90(config, fast=True, layout="fp8")

@@ -602,7 +602,7 @@ def fast() -> str:
         "",
         f"Against the reference and byte for byte against the packed words' output: "
         f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: `pytest suites/test_kernel_edges.py "
-        "--gpu hopper --precision fast -k 'fp8_layout or through_k_splits'`: every fast entry, the K tiles in pairs "
+        "--gpu hopper --precision fast -k 'layout_fp8 or through_k_splits'`: every fast entry, the K tiles in pairs "
         "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices, run when the "
         "layout held the bytes alone: the kernels it ran compile to the same SASS as the present ones, and "
         "`compare_fast_fp8.log` (the gate page) checks every gate case of the fp8 layout against the reference; with "
