@@ -55,12 +55,14 @@ from ._sm90_layout import (
     FAST_TABLE_HI,
     FAST_TABLE_LO,
     FAST_WINDOW,
+    LAYOUTS,
     PRECISIONS,
     ROW_BLOCK,
     TILE_K,
     FoldError,
     Sm90Weights,
     emulate_dequant,
+    layout_refusal,
     prepare_weights,
     row_major_words,
 )
@@ -68,9 +70,9 @@ from .mxfp4 import MX_BLOCK
 
 __all__ = [
     "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_TABLE_HI", "FAST_TABLE_LO",
-    "FAST_WINDOW", "FORCE_ENV", "PRECISIONS", "TABLES",
+    "FAST_WINDOW", "FORCE_ENV", "LAYOUTS", "PRECISIONS", "TABLES",
     "FoldError", "Sm90Config", "Sm90Weights", "emulate_dequant",
-    "f16_config", "launch", "prepare_for", "prepare_weights", "row_major_words", "select_config",
+    "f16_config", "launch", "layout_refusal", "prepare_for", "prepare_weights", "row_major_words", "select_config",
 ]  # fmt: skip
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
@@ -286,9 +288,15 @@ class _Buffers:
 
 
 @gluon.constexpr_function
+def _folded(dtype):
+    """Whether the weights the kernel reads are the fold's e4m3 bytes (layout "fp8"), not int32 packed words."""
+    return dtype == gl.float8e4nv
+
+
+@gluon.constexpr_function
 def _w_row(dtype):
-    """Elements of one weight row's K tile: 128 e4m3 bytes (layout "fp8") or 16 int32 words of packed codes."""
-    return TILE_K if dtype == gl.float8e4nv else TILE_K // 8
+    """Elements of one weight row's K tile: 128 folded bytes or 16 words of packed codes."""
+    return TILE_K if _folded(dtype) else TILE_K // 8
 
 
 @gluon.jit
@@ -300,7 +308,7 @@ def _ring(x_dtype: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, TA
     x_tail = x
     if TAIL_ROWS:
         x_tail = gl.allocate_shared_memory(x_dtype, [STAGES, TAIL_ROWS, _TILE_K], x_nvmma)
-    if w_dtype == gl.float8e4nv:  # layout "fp8": wgmma's A operand, 128-byte swizzled as x
+    if _folded(w_dtype):  # wgmma's A operand, 128-byte swizzled as x
         w = gl.allocate_shared_memory(w_dtype, [STAGES, BLOCK_N, _TILE_K], x_nvmma)
     else:
         w = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N, _TILE_K // 8], plain2)
@@ -493,18 +501,18 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constex
     reference scales (unused where _ref_scales reads them later)."""
     acc_layout: gl.constexpr = part.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
-    DENSE: gl.constexpr = stage.w.dtype == gl.float8e4nv  # layout "fp8": the folded bytes, A from shared memory
-    if not DENSE:
+    FOLDED: gl.constexpr = _folded(stage.w.dtype)  # the fold's bytes landed: A straight from shared memory
+    if not FOLDED:
         blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
         sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
         sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
     ref_rows = _ref_scales(stage, acc_layout)
-    a = stage.w.slice(0, _MX_BLOCK, dim=1) if DENSE else _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
+    a = stage.w.slice(0, _MX_BLOCK, dim=1) if FOLDED else _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
     if TAIL_ROWS:
         part_e = warpgroup_mma(a, _x_block(stage.x_tail, 0), part_e, use_acc=False, is_async=True)
     for j in gl.static_range(1, BLOCKS):
-        if DENSE:
+        if FOLDED:
             a = stage.w.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1)
         else:
             a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
@@ -679,7 +687,7 @@ def _tile(
     K_ROW: gl.constexpr = K_ALL if K_ALL else K  # the weights' and x's K
     ROW_TILES: gl.constexpr = _k_steps(K_ROW)[0]
     W_ROW: gl.constexpr = _w_row(words_ptr.dtype.element_ty)  # a row's elements per K tile
-    ROW_WORDS: gl.constexpr = ROW_TILES * W_ROW
+    ROW_ELEMENTS: gl.constexpr = ROW_TILES * W_ROW
     kt0 = 0  # the program's first K tile
     if K_SPLITS > 1:
         kt0 = call.split * _split_tiles(K_ALL, K_SPLITS)
@@ -690,7 +698,9 @@ def _tile(
     )
     # Copy layouts: 16 bytes per thread; x: a 128-byte row piece per K tile.
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
-    w_copy: gl.constexpr = x_copy if W_ROW == _TILE_K else gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
+    w_copy: gl.constexpr = (
+        x_copy if _folded(words_ptr.dtype.element_ty) else gl.BlockedLayout([1, 4], [8, 4], [NUM_WARPS, 1], [1, 0])
+    )
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
     # Gathered x rows: the tile's, and the TAIL_ROWS rows after them.
@@ -705,7 +715,7 @@ def _tile(
     offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, W_ROW, layout=gl.SliceLayout(0, w_copy))
     # Words [row block, K tile, row, word]: one K tile of 64 rows is 4 KB in one piece (layout "fp8": 8 KB).
-    w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn % _ROW_BLOCK * W_ROW
+    w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_ELEMENTS) + offs_wn % _ROW_BLOCK * W_ROW
     w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :] + kt0 * (_ROW_BLOCK * W_ROW)
     offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
     s_ptrs = scales_ptr + (expert.to(gl.int64) * ROW_TILES + kt0) * N + pid_n * BLOCK_N + offs_s
@@ -986,8 +996,8 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     else:
         schedules = (ragged.schedule(config.block_m, config.tail_rows),)
     # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
-    fp8 = config.fp8_layout and w.fp8 is not None
-    words = w.fp8.view(torch.float8_e4m3fn) if fp8 else w.words.view(torch.int32)
+    folded = config.fp8_layout and w.folded is not None
+    words = w.folded.view(torch.float8_e4m3fn) if folded else w.words.view(torch.int32)
     for tile, schedule in enumerate(schedules):
         if schedule.numel() and config.warp_specialized:
             from ._sm90_ws import bmm1_sm90_ws_kernel, launch_options, ws_constexprs  # it builds on this module

@@ -26,6 +26,14 @@ PRECISIONS = ("accurate", "fast")
 LAYOUTS = ("mxfp4", "fp8")
 
 
+def layout_refusal(layout: str, precision: str | None) -> str | None:
+    """Why a command line's --layout cannot go with its --precision (None: it can); "default" is the default
+    precision, "accurate"."""
+    if layout != "mxfp4" and precision != "fast":
+        return f"--layout {layout} holds the fast precision's folded bytes: add --precision fast"
+    return None
+
+
 class FoldError(ValueError):
     """Weights whose block scales do not fold exactly into e4m3 (the fast precision's window)."""
 
@@ -47,7 +55,7 @@ class Sm90Weights(ExpertShape):
     fast: bool = False  # the fast mode's encoding: block scales folded into the e4m3 values, one promotion per K tile
     # Layout "fp8" (fast only): the fold's e4m3 bytes in K order, uint8 [E, N / 64, cdiv(K, 128), 64, 128], for the
     # configs that read them (Sm90Config.fp8_layout); None in layout "mxfp4".
-    fp8: torch.Tensor | None = None
+    folded: torch.Tensor | None = None
 
     _leading = "scales"
 
@@ -58,12 +66,12 @@ class Sm90Weights(ExpertShape):
     @property
     def encoding(self) -> str:
         """For reports: "f16", "spread", "fast" or "fast+fp8"."""
-        return "f16" if self.f16 else "spread" if not self.fast else "fast" if self.fp8 is None else "fast+fp8"
+        return "f16" if self.f16 else "spread" if not self.fast else "fast" if self.folded is None else "fast+fp8"
 
     @property
     def layout(self) -> str:
         """LAYOUTS: "fp8" where the folded bytes are held beside the packed codes."""
-        return "mxfp4" if self.fp8 is None else "fp8"
+        return "mxfp4" if self.folded is None else "fp8"
 
     @property
     def precision(self) -> str:
@@ -108,9 +116,10 @@ def prepare_weights(
     row and K tile (fast_scale_words), which the kernel folds into the e4m3 values through a byte table per row and
     block (docs/sm90.md); weights whose scales do not fit the fold's window are refused by name.
 
-    `layout="fp8"` (fast only): beside the words, the fold's e4m3 bytes themselves (fp8_words), which the configs
+    `layout="fp8"` (fast only): beside the words, the fold's e4m3 bytes themselves (folded_bytes), which the configs
     that read them (Sm90Config.fp8_layout: the large tiles) hand to wgmma from shared memory: the same values and
-    sums, one byte a weight more in memory (gpt-oss-120b: 265 MB per shard and layer, beside the words' 133 MB).
+    sums, one byte a weight more in memory (gpt-oss-120b, K padded to 2944: 271 MB per shard and layer, beside the
+    words' 136 MB).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -164,8 +173,8 @@ def prepare_weights(
         scales = scales.reshape(e, n, tiles, 4).transpose(1, 2).contiguous()
     zero_scale = bool(((w.scales == 0) & nonzero_blocks).any())  # quantizers give all-zero blocks e8m0 0
     words = words.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K // 2).transpose(2, 3).contiguous()
-    fp8 = fp8_words(w, scales) if layout == "fp8" else None
-    return Sm90Weights(words, scales, k, f16, zero_scale and not fast, fast, fp8)
+    folded = folded_bytes(w, scales) if layout == "fp8" else None
+    return Sm90Weights(words, scales, k, f16, zero_scale and not fast, fast, folded)
 
 
 def fast_scale_words(scales: torch.Tensor, nonzero_blocks: torch.Tensor, tiles: int) -> torch.Tensor:
@@ -192,13 +201,12 @@ def fast_scale_words(scales: torch.Tensor, nonzero_blocks: torch.Tensor, tiles: 
     return word.view(torch.uint8).reshape(e, tiles, n, 4)  # little-endian bytes of each word
 
 
-def fp8_words(w: MXFP4Weights, scale_words: torch.Tensor) -> torch.Tensor:
+def folded_bytes(w: MXFP4Weights, scale_words: torch.Tensor) -> torch.Tensor:
     """The fold's e4m3 bytes in K order, tile-major ([E, N / 64, K tile, 64, 128], zeros past K): each value times
     2 ** (6 - d), d its block's binades below its row and tile's reference (fast_scale_words); exact while d <= 11."""
     e, n, k = w.num_experts, w.codes.shape[1], w.k
     tiles = scale_words.shape[1]
-    word = scale_words.view(torch.int32).to(torch.int64).transpose(1, 2)  # [E, N, tiles]
-    d = torch.stack([(word >> (4 * j)) & 0xF for j in range(TILE_K // MX_BLOCK)], dim=-1).reshape(e, n, -1)
+    d = _scale_fields(scale_words)[0].reshape(e, n, -1)  # per block
     table = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=torch.float32, device=w.codes.device)
     out = torch.zeros((e, n, tiles * TILE_K), dtype=torch.uint8, device=w.codes.device)
     for x in range(e):  # one expert at a time bounds the float temporaries
@@ -209,28 +217,30 @@ def fp8_words(w: MXFP4Weights, scale_words: torch.Tensor) -> torch.Tensor:
     return out.reshape(e, n // ROW_BLOCK, ROW_BLOCK, tiles, TILE_K).transpose(2, 3).contiguous()
 
 
-def row_major_words(w: Sm90Weights, fp8: bool = False) -> torch.Tensor:
-    """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel); `fp8`: the layout
+def row_major_words(w: Sm90Weights, folded: bool = False) -> torch.Tensor:
+    """The words row-major, [E, N, cdiv(K, 128) * 64] (K order within a row as in the kernel); `folded`: the layout
     "fp8" bytes, [E, N, cdiv(K, 128) * 128]."""
-    words = w.fp8 if fp8 else w.words
+    if folded and w.folded is None:
+        raise ValueError(f"weights: {w.encoding} weights hold no folded bytes; prepare_weights(..., layout='fp8')")
+    words = w.folded if folded else w.words
     e, blocks, tiles, rows, width = words.shape
     return words.transpose(2, 3).reshape(e, blocks * rows, tiles * width)
 
 
-def emulate_dequant(w: Sm90Weights, fp8: bool = False) -> torch.Tensor:
+def emulate_dequant(w: Sm90Weights, folded: bool = False) -> torch.Tensor:
     """What the kernel computes from Sm90Weights, in torch: float64 [E, K, N] (tests compare it to the exact
     dequantization). Bit for bit the kernel's encodings, tables, permutes and sign placement, then the block's power
-    of two (the fast mode: the table of the row and block, then the tile's reference power of two). `fp8`: from the
-    layout "fp8" bytes instead of the words."""
+    of two (the fast mode: the table of the row and block, then the tile's reference power of two). `folded`: from
+    the layout "fp8" bytes instead of the words."""
     e, n = w.num_experts, w.n
-    if fp8:
-        values = row_major_words(w, fp8=True)[..., : w.k].view(torch.float8_e4m3fn).to(torch.float64)
-        ref = decode_e8m0(_fast_fields(w)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
+    if folded:
+        values = row_major_words(w, folded=True)[..., : w.k].view(torch.float8_e4m3fn).to(torch.float64)
+        ref = decode_e8m0(_scale_fields(w.scales)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
         return (values * ref.repeat_interleave(TILE_K, dim=-1)[..., : w.k]).transpose(1, 2)
     words = row_major_words(w).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
     lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
     if w.fast:  # each word's table: its row's d for its block (word 8 chunk + 2 q + b of a tile: block 2 chunk + b)
-        d = _fast_fields(w)[0].repeat_interleave(16, dim=-2)  # [E, N, tiles * 16, 4]
+        d = _scale_fields(w.scales)[0].repeat_interleave(16, dim=-2)  # [E, N, tiles * 16, 4]
         index = torch.arange(words.shape[-1], device=words.device)
         block = 2 * (index % 16 // 8) + index % 2
         d = d.gather(-1, block.expand(e, n, -1)[..., None])[..., 0]
@@ -253,16 +263,17 @@ def emulate_dequant(w: Sm90Weights, fp8: bool = False) -> torch.Tensor:
     fp8 = fp8.reshape(e, n, -1)[..., : w.k]
     values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
     if w.fast:
-        ref = decode_e8m0(_fast_fields(w)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
+        ref = decode_e8m0(_scale_fields(w.scales)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
         return (values * ref.repeat_interleave(TILE_K, dim=-1)[..., : w.k]).transpose(1, 2)
     values = values * (1.0 if w.f16 else 2.0**6)
     s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
     return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
 
 
-def _fast_fields(w: Sm90Weights) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fast mode's scale words read back: d [E, N, tiles, 4] and the reference e8m0 [E, N, tiles]."""
-    word = w.scales.to(torch.int64)
+def _scale_fields(scales: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fast mode's scale words ([E, tiles, N, 4] bytes) read back: d [E, N, tiles, 4] and the reference e8m0
+    [E, N, tiles]."""
+    word = scales.to(torch.int64)
     word = (word << (8 * torch.arange(4, device=word.device))).sum(-1).transpose(1, 2)  # [E, N, tiles]
     d = torch.stack([(word >> (4 * j)) & 0xF for j in range(4)], dim=-1)
     return d, (word >> 23) & 0xFF

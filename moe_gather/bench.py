@@ -31,7 +31,6 @@ import triton
 from triton.testing import do_bench_cudagraph
 
 from . import bmm1, peer
-from ._sm90_layout import LAYOUTS
 from .benchmarking import graphed, sustained_seconds
 from .mxfp4 import dequantize_mxfp4
 from .problem import MODELS, ROUTINGS, cases, make_expert_params, make_problem, parse_batch_sizes
@@ -216,10 +215,12 @@ def main(argv=None):
     parser.add_argument(
         "--precision", choices=bmm1.PRECISIONS, default=None, help="the kernel's (default: prepare_weights')"
     )
-    parser.add_argument("--layout", choices=LAYOUTS, default="mxfp4", help="the weights' (fp8: with --precision fast)")
+    parser.add_argument(
+        "--layout", choices=bmm1.LAYOUTS, default="mxfp4", help="the weights' (fp8: with --precision fast)"
+    )
     args = parser.parse_args(argv)
-    if args.layout != "mxfp4" and args.precision != "fast":
-        parser.error(f"--layout {args.layout} holds the fast precision's folded bytes: add --precision fast")
+    if refusal := bmm1.layout_refusal(args.layout, args.precision):
+        parser.error(refusal)
     routings = ROUTINGS if args.routing == "all" else (args.routing,)
     try:
         batches = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else None

@@ -25,6 +25,8 @@ _KERNELS = {9: _sm90, 10: _sm100}  # compute capability major -> kernel module (
 _WEIGHT_TYPES = {9: _sm90.Sm90Weights, 10: _sm100.Sm100Weights}
 _CONFIG_TYPES = {9: _sm90.Sm90Config, 10: _sm100.Sm100Config}
 PRECISIONS = tuple(dict.fromkeys(p for kernel in _KERNELS.values() for p in kernel.PRECISIONS))  # any kernel's
+LAYOUTS = _sm90.LAYOUTS  # the weights' layouts: "fp8" is the Hopper kernel's fast precision's (prepare_weights)
+layout_refusal = _sm90.layout_refusal  # why a command line's --layout cannot go with its --precision
 
 
 def has_kernel(capability: tuple[int, int] | None) -> bool:
@@ -69,19 +71,19 @@ def prepare_weights(
     "accurate"). "fast" needs the scales to fold exactly (each row's nonzero blocks of a 128-wide K tile within 11
     binades of the largest): other weights are a ValueError naming the first row and tile that do not.
 
-    layout: "mxfp4" (the packed codes, 4.25 bits a weight) or, opt-in on Hopper with precision "fast", "fp8": the
-    folded e4m3 bytes themselves, which the kernel feeds to wgmma without converting them: the same sums, twice the
-    codes' memory (gpt-oss-120b: 265 MB per shard and layer instead of 133 MB; docs/sm90.md)."""
+    layout: "mxfp4" (the packed codes, 4.25 bits a weight) or, opt-in on Hopper with precision "fast", "fp8": beside
+    the codes, the folded e4m3 bytes themselves, which the large tiles feed to wgmma without converting them: the same
+    sums, one byte a weight more (gpt-oss-120b: 271 MB per shard and layer beside the codes' 136 MB; docs/sm90.md)."""
     _check_precision(precision)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if not isinstance(weights, MXFP4Weights):
         raise ValueError(f"weights must be MXFP4Weights, got {type(weights).__name__}")
     if capability is None:
         if weights.device.type != "cuda":
             raise ValueError(f"prepare_weights: weights on {weights.device} need a capability, e.g. (9, 0)")
         capability = _capability(weights.device)
-    if layout != "mxfp4":
-        return _kernel(capability).prepare_for(weights, precision, layout)
-    return _kernel(capability).prepare_for(weights, precision)
+    return _kernel(capability).prepare_for(weights, precision, layout)
 
 
 def _check_precision(precision) -> None:

@@ -21,6 +21,9 @@ Options
     --batch-sizes 128,4096              batch sizes (default: the model's 48-size ladder and the decode batches
                                         1, 2, 4, 8, 16, 32, 64). Given sizes make ladder-style cases (`...-bs8`,
                                         other inputs than `...-decode-bs8`); select decode cases with -k decode.
+    --precision {default,accurate,fast} the kernel's precision (default: prepare_weights' choice, "accurate").
+    --layout {mxfp4,fp8}                the weights' layout; fp8 adds the fast precision's folded bytes (needs
+                                        --precision fast; a usage error otherwise).
 
 Tests ask for the `case` fixture to be parametrized over every selected (model, params, routing, batch) with ids
 like `gpt-oss-120b-zipf-bs4096`, `gpt-oss-120b-zipf-bs4096-real` and `gpt-oss-120b-zipf-decode-bs8` (220 cases for
@@ -33,7 +36,8 @@ golden reference (both built once per case and session, within a memory budget; 
 Throughput gate (pytest-benchmark; without it the benchmark tests skip, saying so, and the rest runs as ever)
     --benchmark-compare[=NUM]           compare with the stored baselines of the GPU under test, the files that
                                         pytest-benchmark's storage holds for this machine (its --benchmark-storage,
-                                        by default <rootdir>/baselines/<gpu>/, and its machine-id folder): each case
+                                        by default <rootdir>/baselines/<gpu>/, <gpu>-fast/ with --precision fast,
+                                        <gpu>-fast-fp8/ with --layout fp8 too, and its machine-id folder): each case
                                         against the newest file that holds it (pytest-benchmark itself shows the
                                         newest), or with NUM against that file alone. A case with no baseline fails, a
                                         baseline from another device is a usage error, a case slower than its
@@ -82,7 +86,7 @@ import torch
 import triton  # imported here, once: pytester's in-process runs cannot re-import its native module
 
 from . import benchmarking
-from ._sm90_layout import LAYOUTS, PRECISIONS  # the sm90 kernel's precisions (every other kernel's) and layouts
+from ._sm90_layout import LAYOUTS, PRECISIONS, layout_refusal  # the sm90 kernel's precisions (others') and layouts
 from .problem import MODELS, PARAMS, cases, parse_batch_sizes
 from .routing import ROUTINGS
 
@@ -223,10 +227,9 @@ def pytest_configure(config):
         config.addinivalue_line("markers", marker)
     if config.getoption("batch_sizes") is not None:
         _parse_batch_sizes(config.getoption("batch_sizes"))
-    if config.getoption("layout") != "mxfp4" and config.getoption("precision") != "fast":
-        raise pytest.UsageError(
-            f"--layout {config.getoption('layout')} holds the fast precision's folded bytes: add --precision fast"
-        )
+    refusal = layout_refusal(config.getoption("layout"), _precision(config.getoption("precision")))
+    if refusal:
+        raise pytest.UsageError(refusal)
     if config.getoption("benchmark_plot"):
         try:
             import matplotlib  # noqa: F401
@@ -249,10 +252,14 @@ class Gate:
 def baseline_folder(precision_option: str, device: str | None, layout: str = "mxfp4") -> str:
     """The baselines folder of --precision ("default": the Hopper kernel's default precision) and --layout on
     `device`."""
+    return benchmarking.baseline_folder_name(device, _precision(precision_option), layout)
+
+
+def _precision(option: str) -> str:
+    """--precision resolved: "default" is the Hopper kernel's default precision."""
     from ._sm90_config import DEFAULT_PRECISION
 
-    precision = DEFAULT_PRECISION if precision_option == "default" else precision_option
-    return benchmarking.baseline_folder_name(device, precision, layout)
+    return DEFAULT_PRECISION if option == "default" else option
 
 
 def _configure_benchmarks(config, target: GpuTarget):

@@ -110,10 +110,10 @@ def _overlaid(t: torch.Tensor, out_bytes: int) -> tuple[torch.Tensor, torch.Tens
 
 
 @pytest.mark.parametrize(
-    "where", ["weights.words", "weights.scales", "weights.fp8", "ragged.block_schedule[64]", "ragged.slice_offs"]
+    "where", ["weights.words", "weights.scales", "weights.folded", "ragged.block_schedule[64]", "ragged.slice_offs"]
 )
 def test_output_over_the_prepared_weights_or_the_schedules_is_refused(where):
-    args = _args(layout="fp8" if where == "weights.fp8" else None)
+    args = _args(layout="fp8" if where == "weights.folded" else None)
     owner_name, attribute = where.split(".")
     owner = args[owner_name]
     if "[" in attribute:

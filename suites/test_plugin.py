@@ -300,3 +300,18 @@ def test_case_cache_keeps_what_it_has_when_an_entry_cannot_fit():
     big = SimpleNamespace(t=torch.zeros(1000, dtype=torch.uint8))
     assert cache.get("big", lambda: big) is big
     assert list(cache.entries) == ["small"] and cache.bytes == 10
+
+
+@pytest.mark.parametrize(
+    ("args", "folder"),
+    [([], "nvidia-h200"), (["--precision", "fast"], "nvidia-h200-fast"),
+     (["--precision", "fast", "--layout", "fp8"], "nvidia-h200-fast-fp8")],
+)  # fmt: skip
+def test_each_precision_and_layout_compares_against_its_own_folder(pytester, monkeypatch, args, folder):
+    """On a GPU tier the gate reads baselines/<gpu>[-precision][-layout]: with none stored there, --benchmark-compare
+    is a usage error naming that folder (an H200 faked by its name and capability; nothing runs on it)."""
+    monkeypatch.setattr(pytest_plugin, "detect_gpu", lambda: ("NVIDIA H200", (9, 0)))
+    pytester.makepyfile(test_cases=CASE_TEST)
+    result = pytester.runpytest("--benchmark-compare", "--baselines-dir", str(pytester.path / "none"), *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--benchmark-compare: no baseline * in {pytester.path / 'none' / folder} (*"])

@@ -107,10 +107,13 @@ def test_layout_fp8_holds_the_folded_values(k):
     fp8 = _sm90.prepare_weights(w, precision="fast", layout="fp8")
     fast = _sm90.prepare_weights(w, precision="fast")
     assert (fp8.encoding, fp8.precision, fp8.layout, fast.layout) == ("fast+fp8", "fast", "fp8", "mxfp4")
-    assert fp8.fp8.shape == (2, 2, triton.cdiv(k, 128), 64, 128) and fp8.n == 128 and fast.fp8 is None
+    assert fp8.folded.shape == (2, 2, triton.cdiv(k, 128), 64, 128) and fp8.n == 128 and fast.folded is None
     assert torch.equal(fp8.scales, fast.scales) and torch.equal(fp8.words, fast.words)
-    assert torch.equal(_sm90.emulate_dequant(fp8, fp8=True), dequantize_mxfp4(w, torch.float64))
-    assert not _sm90.row_major_words(fp8, fp8=True)[..., k:].any()
+    assert torch.equal(_sm90.emulate_dequant(fp8, folded=True), dequantize_mxfp4(w, torch.float64))
+    assert not _sm90.row_major_words(fp8, folded=True)[..., k:].any()
+    for read in (_sm90.row_major_words, _sm90.emulate_dequant):  # weights without the bytes: refused by name
+        with pytest.raises(ValueError, match="fast weights hold no folded bytes"):
+            read(fast, folded=True)
 
 
 def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeypatch):
@@ -122,8 +125,9 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     w = _random_weights(e=2, n=128, k=256)
     with pytest.raises(ValueError, match="layout='fp8' holds the fast precision's folded values"):
         bmm1.prepare_weights(w, capability=(9, 0), layout="fp8")
-    with pytest.raises(ValueError, match="layout must be one of"):
-        bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp4")
+    for capability in ((9, 0), (10, 0)):
+        with pytest.raises(ValueError, match="layout must be one of"):
+            bmm1.prepare_weights(w, capability=capability, precision="fast", layout="fp4")
     with pytest.raises(ValueError, match="layout: the sm100 kernel reads MXFP4"):
         bmm1.prepare_weights(w, capability=(10, 0), layout="fp8")
     fp8 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp8")
@@ -140,7 +144,7 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
         launches, [(w, c) for w in (fp8, mxfp4) for c in _sm90.FAST_CONFIGS], strict=True
     ):
         if config.fp8_layout and weights is fp8:
-            assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.fp8)
+            assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.folded)
         else:
             assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
 

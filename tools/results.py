@@ -328,14 +328,17 @@ def _layout_sweep(name: str) -> list[str]:
 
     def label(r):
         return (
-            f"m{r['block_m']} {r['num_stages']} stages"
+            f"m{r['block_m']} w{r['num_warps']} {r['num_stages']} stages"
             + (f" overlap {r['overlap_tiles']}" if r["overlap_tiles"] else "")
+            + (f" tail {r['tail_rows']}" if r["tail_rows"] else "")
             + (f" cap {r['maxnreg']}" if r["maxnreg"] else "")
             + ("" if r["parity_rings"] else " no parity rings")
         )
 
     configs = list(dict.fromkeys(label(r) for r in rows))
     us = {(r["case"], label(r), r["layout"]): r["us"] for r in rows}
+    if len(us) != len(rows):
+        raise ValueError(f"{name}: two rows share a case, layout and label; the label misses a field they differ in")
     cases = list(dict.fromkeys(r["case"] for r in rows))
     head = "| case | " + " | ".join(f"{c}: mxfp4 | fp8 | fp8 / mxfp4" for c in configs) + " |"
     lines = [head, "|---|" + "---:|---:|---:|" * len(configs)]
@@ -585,7 +588,8 @@ def fast() -> str:
         *fp8_table,
         "",
         "Each config on both layouts in one process, us (`python tools/sweep_sm90.py --precision fast --layouts "
-        'mxfp4,fp8 --cases ... --configs "C1,fp8_layout=1;..." --json ...`):',
+        'mxfp4,fp8 --cases ... --configs "C1,fp8_layout=1;..." --json ...`; the rows have no `fp8_layout` field: '
+        "their fp8 rows read the folded bytes on every config, as `fp8_layout=1` asks):",
         "",
         "- `sweep_fp8_large.json`:",
         "",
@@ -600,15 +604,15 @@ def fast() -> str:
         "",
         *_layout_sweep("sweep_shallow.json"),
         "",
-        f"Against the reference and byte for byte against the packed words' output: "
-        f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: `pytest suites/test_kernel_edges.py "
-        "--gpu hopper --precision fast -k 'layout_fp8 or through_k_splits'`: every fast entry, the K tiles in pairs "
-        "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices, run when the "
-        "layout held the bytes alone: the kernels it ran compile to the same SASS as the present ones, and "
-        "`compare_fast_fp8.log` (the gate page) checks every gate case of the fp8 layout against the reference; with "
-        "it the "
-        "k_splits K tests, whose accurate run is `k_splits_k_accurate.log`: "
-        f"{_closing(FAST / 'k_splits_k_accurate.log')}). compute-sanitizer on the block_m 128 entry reading the fp8 "
+        "Against the reference and byte for byte against the packed words' output: "
+        f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: every fast entry, the K tiles in pairs "
+        "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices, with the k_splits "
+        "K tests. Its tests compare weights prepared in each layout (`pytest suites/test_kernel_edges.py --gpu hopper "
+        "--precision fast -k 'fp8_layout or through_k_splits'` at the commit that wrote it); the suite's present "
+        "form of them, `-k 'layout_fp8 or through_k_splits'`, reads one weights object both ways, and the kernels "
+        "both ran compile to the same SASS. `compare_fast_fp8.log`, on the gate page, checks every gate case of the "
+        "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
+        f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
         "layout (`fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases below):",
         "",
         *_sanitize_table(FAST / "fp8_sanitize.log"),
