@@ -609,8 +609,9 @@ def fast() -> str:
         "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices, with the k_splits "
         "K tests. Its tests compare weights prepared in each layout (`pytest suites/test_kernel_edges.py --gpu hopper "
         "--precision fast -k 'fp8_layout or through_k_splits'` at the commit that wrote it); the suite's present "
-        "form of them, `-k 'layout_fp8 or through_k_splits'`, reads one weights object both ways, and the kernels "
-        "both ran compile to the same SASS. `compare_fast_fp8.log`, on the gate page, checks every gate case of the "
+        "form of them, `-k 'layout_fp8 or through_k_splits'`, reads one weights object both ways; the kernels the "
+        "log ran compile to the same SASS as the present ones. `compare_fast_fp8.log`, on the gate page, checks "
+        "every gate case of the "
         "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
         "layout (`fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases below):",
