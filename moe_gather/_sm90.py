@@ -920,9 +920,12 @@ def _split_tiles(K, splits):
     return -(-_k_steps(K)[0] // splits)
 
 
+@functools.cache  # on every launch's path: Triton's constexpr functions are slow to call from the host
 def _k_splits(splits: int, k: int) -> int:
     """Splits a launch makes of K: at most `splits` (Sm90Config.k_splits), fewer where the last split would get no
     tile after the others' cdiv(tiles, splits) each (K of 2 tiles: 2 at most; 23 tiles: 12 at most)."""
+    if splits == 1:
+        return 1
     tiles = _k_steps(k)[0]
     while splits > 1 and (splits - 1) * _split_tiles(k, splits) >= tiles:
         splits -= 1
@@ -999,19 +1002,19 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     folded = config.fp8_layout and w.folded is not None
     words = w.folded.view(torch.float8_e4m3fn) if folded else w.words.view(torch.int32)
     for tile, schedule in enumerate(schedules):
-        if schedule.numel() and config.warp_specialized:
+        grid_tiles = schedule.numel() * (w.n // config.block_n)  # (schedule entry, column block) tiles or work items
+        if grid_tiles and config.warp_specialized:
             from ._sm90_ws import bmm1_sm90_ws_kernel, launch_options, ws_constexprs  # it builds on this module
 
-            items = schedule.numel() * (w.n // config.block_n)
-            grid = min(items, _multiprocessors(gather_indx.device)) if config.persistent else items
+            grid = min(grid_tiles, _multiprocessors(gather_indx.device)) if config.persistent else grid_tiles
             bmm1_sm90_ws_kernel[(grid,)](
-                x, w.words.view(torch.int32), w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
-                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), items,
+                x, words, w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
+                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), grid_tiles,
                 **ws_constexprs(config, w.k, w.n), **launch_options(config),
             )  # fmt: skip
-        elif schedule.numel():
+        elif grid_tiles:
             constexprs = kernel_constexprs(config, tile, w.k, w.n, w.f16, w.zero_scale, w.fast)
-            grid_tiles, splits = schedule.numel() * (w.n // config.block_n), constexprs["K_SPLITS"]
+            splits = constexprs["K_SPLITS"]
             sums, arrivals = bias, schedule  # unused with one split
             if splits > 1:
                 count = grid_tiles * splits * config.block_n * config.block_m
