@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from .mxfp4 import E2M1_VALUES, MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, refuse_nan_scales, unpack_codes
+from .mxfp4 import MX_BLOCK, ExpertShape, MXFP4Weights, decode_e8m0, e2m1_values, refuse_nan_scales, unpack_codes
 
 # e4m3 bytes of the e2m1 magnitudes 0, .5, 1, 1.5 | 2, 3, 4, 6: byte-permute tables, byte i = code i.
 E4M3_OF_E2M1_LO = 0x3C383000
@@ -66,7 +66,7 @@ class Sm90Weights(ExpertShape):
     @property
     def encoding(self) -> str:
         """For reports: "f16", "spread", "fast" or "fast+fp8"."""
-        return "f16" if self.f16 else "spread" if not self.fast else "fast" if self.folded is None else "fast+fp8"
+        return "f16" if self.f16 else "spread" if not self.fast else "fast" if self.layout == "mxfp4" else "fast+fp8"
 
     @property
     def layout(self) -> str:
@@ -207,10 +207,9 @@ def folded_bytes(w: MXFP4Weights, scale_words: torch.Tensor) -> torch.Tensor:
     e, n, k = w.num_experts, w.codes.shape[1], w.k
     tiles = scale_words.shape[1]
     d = _scale_fields(scale_words)[0].reshape(e, n, -1)  # per block
-    table = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=torch.float32, device=w.codes.device)
     out = torch.zeros((e, n, tiles * TILE_K), dtype=torch.uint8, device=w.codes.device)
     for x in range(e):  # one expert at a time bounds the float temporaries
-        values = table[unpack_codes(w.codes[x]).long()]  # [N, K]
+        values = e2m1_values(w.codes[x])  # [N, K]
         times = torch.exp2(FAST_SHIFT - d[x, :, : k // MX_BLOCK].to(torch.float32))
         values = values * times.repeat_interleave(MX_BLOCK, dim=-1)
         out[x, :, :k] = values.to(torch.float8_e4m3fn).view(torch.uint8)
@@ -235,8 +234,20 @@ def emulate_dequant(w: Sm90Weights, folded: bool = False) -> torch.Tensor:
     e, n = w.num_experts, w.n
     if folded:
         values = row_major_words(w, folded=True)[..., : w.k].view(torch.float8_e4m3fn).to(torch.float64)
+    else:
+        values = _word_values(w)
+    if w.fast:
         ref = decode_e8m0(_scale_fields(w.scales)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
         return (values * ref.repeat_interleave(TILE_K, dim=-1)[..., : w.k]).transpose(1, 2)
+    values = values * (1.0 if w.f16 else 2.0**6)
+    s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
+    return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
+
+
+def _word_values(w: Sm90Weights) -> torch.Tensor:
+    """The e4m3 values the kernel makes of the words, float64 [E, N, K], before any power of two: its encodings,
+    tables, permutes and sign placement bit for bit."""
+    e, n = w.num_experts, w.n
     words = row_major_words(w).contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF  # [E, N, K/8]
     lut = E4M3_OF_E2M1_LO | (E4M3_OF_E2M1_HI << 32)
     if w.fast:  # each word's table: its row's d for its block (word 8 chunk + 2 q + b of a tile: block 2 chunk + b)
@@ -261,13 +272,7 @@ def emulate_dequant(w: Sm90Weights, folded: bool = False) -> torch.Tensor:
     else:  # [chunk, q, b, h, i] -> K = 64 chunk + 32 b + 16 h + 4 q + i
         fp8 = fp8.reshape(e, n, -1, 4, 2, 2, 4).permute(0, 1, 2, 4, 5, 3, 6)
     fp8 = fp8.reshape(e, n, -1)[..., : w.k]
-    values = fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
-    if w.fast:
-        ref = decode_e8m0(_scale_fields(w.scales)[1], torch.float64) * 2.0**-FAST_SHIFT  # [E, N, tiles]
-        return (values * ref.repeat_interleave(TILE_K, dim=-1)[..., : w.k]).transpose(1, 2)
-    values = values * (1.0 if w.f16 else 2.0**6)
-    s = w.scales.transpose(1, 2).reshape(e, n, -1)[..., : w.k // MX_BLOCK]
-    return (values * decode_e8m0(s, torch.float64).repeat_interleave(MX_BLOCK, dim=-1)).transpose(1, 2)
+    return fp8.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
 
 
 def _scale_fields(scales: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

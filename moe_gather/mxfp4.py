@@ -135,9 +135,14 @@ def refuse_nan_scales(w: MXFP4Weights) -> None:
         raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
 
 
+def e2m1_values(codes: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Packed codes uint8 [..., K/2] -> their e2m1 values [..., K] in `dtype`, unscaled (exact)."""
+    table = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=dtype, device=codes.device)
+    return table[unpack_codes(codes).long()]
+
+
 def dequantize_mxfp4(w: MXFP4Weights, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """MXFP4Weights -> [E, K, N] in `dtype` (float32 or float64; both exact)."""
-    table = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=dtype, device=w.device)
-    values = table[unpack_codes(w.codes).long()]  # [E, N, K]
+    values = e2m1_values(w.codes, dtype)  # [E, N, K]
     scale = decode_e8m0(w.scales, dtype).repeat_interleave(MX_BLOCK, dim=-1)
     return (values * scale).transpose(1, 2)
