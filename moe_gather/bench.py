@@ -49,8 +49,10 @@ def measure_ceilings() -> dict:
     return {"read_bw": read_bw, "fp8_flops": fp8}
 
 
-def case_row(problem, seconds: float, ceilings: dict, precision: str = "accurate") -> dict:
-    """One case's figures from its kernel time: TFLOP/s, TB/s and % of the roofline of `ceilings`, the config."""
+def case_row(problem, seconds: float, ceilings: dict, weights) -> dict:
+    """One case's figures from its kernel time on `weights`: TFLOP/s, TB/s and % of the roofline of `ceilings`, the
+    precision, the config and the weights' encoding (e.g. "fast+fp8": the config names what it may read)."""
+    precision = weights.precision
     roof = max(problem.bytes() / ceilings["read_bw"], problem.flops() / ceilings["fp8_flops"])
     return {
         "case": problem.case.id,
@@ -63,6 +65,7 @@ def case_row(problem, seconds: float, ceilings: dict, precision: str = "accurate
         "pct_roof": roof / seconds,
         "precision": precision,
         "config": str(bmm1.select_config(problem.routing.ragged, precision=precision)),
+        "weights": getattr(weights, "encoding", ""),
     }
 
 
@@ -70,7 +73,7 @@ def time_kernel(problem, weights, ceilings) -> dict:
     out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
 
     seconds = sustained_seconds(graphed(lambda: bmm1.run_problem(problem, weights, out)))
-    return case_row(problem, seconds, ceilings, weights.precision) | {"weights": getattr(weights, "encoding", "")}
+    return case_row(problem, seconds, ceilings, weights)
 
 
 VENDOR_ROWS = 16  # CUTLASS's fp8 grouped GEMM takes each group's rows in multiples of 16

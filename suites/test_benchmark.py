@@ -65,8 +65,7 @@ def test_throughput(
     median = benchmark.stats.stats.median
     record = {
         "name": request.node.name, "model": case.model.name, "routing": case.routing, "batch": case.batch,
-        **case_row(problem, median, ceilings, kernel_weights.precision),
-        "weights": getattr(kernel_weights, "encoding", ""),  # e.g. "fast+fp8": the config names what it may read
+        **case_row(problem, median, ceilings, kernel_weights),
         "read_bw": ceilings["read_bw"], "fp8_flops": ceilings["fp8_flops"],
     }  # fmt: skip
     record["roof_tflops"] = problem.flops() / record["roof_us"] / 1e6
