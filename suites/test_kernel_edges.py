@@ -63,19 +63,23 @@ def _check(problem, weights, description, tolerance=None, config=None):
 
 
 @functools.cache
-def _k_weights(k, precision):
-    """gpt-oss-120b with K = k and N = 256: the model, its expert parameters and weights at `precision` (made once:
-    the K tests run them through every entry and plan)."""
+def _k_params(k):
+    """gpt-oss-120b with K = k and N = 256: the model and its expert parameters (made once per K)."""
     model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
-    k_params = make_expert_params(model, "cuda")
-    return model, k_params, bmm1.prepare_weights(k_params.weights, precision=precision)
+    return model, make_expert_params(model, "cuda")
 
 
-def _k_problem(k, precision):
-    """_k_weights' model with uniform routing of 1024 tokens (a fresh problem: its metadata holds k_splits' counters),
+@functools.cache
+def _k_weights(k, precision, layout="mxfp4"):
+    """_k_params' weights at `precision` in `layout` (made once: the K tests run them through every entry and plan)."""
+    return bmm1.prepare_weights(_k_params(k)[1].weights, precision=precision, layout=layout)
+
+
+def _k_problem(k, precision, layout="mxfp4"):
+    """_k_params' model with uniform routing of 1024 tokens (a fresh problem: its metadata holds k_splits' counters),
     and the weights."""
-    model, k_params, weights = _k_weights(k, precision)
-    return make_problem(Case(model, "uniform", 1024), "cuda", k_params), weights
+    model, k_params = _k_params(k)
+    return make_problem(Case(model, "uniform", 1024), "cuda", k_params), _k_weights(k, precision, layout)
 
 
 def _problem(base_params, batch=1024, routing="uniform", **changes):
@@ -358,8 +362,7 @@ def _both_layouts(problem, weights, config, description):
 @pytest.mark.parametrize("config", FP8_LAYOUT_PLANS, ids=str)
 def test_layout_fp8_gives_the_packed_words_bytes(params, sm90, config, k):
     """K under a tile, an odd count of whole tiles, and gpt-oss's."""
-    problem = _k_problem(k, "fast")[0]
-    weights = bmm1.prepare_weights(_k_weights(k, "fast")[1].weights, precision="fast", layout="fp8")
+    problem, weights = _k_problem(k, "fast", "fp8")
     _both_layouts(problem, weights, config, f"K = {k}, layout fp8")
 
 
