@@ -27,7 +27,7 @@ from moe_gather import accuracy  # noqa: E402
 from moe_gather._sm90_config import Sm90Config  # noqa: E402
 from moe_gather.bench import summarize  # noqa: E402
 from moe_gather.benchmarking import baseline_folder_name  # noqa: E402
-from moe_gather.problem import MODELS  # noqa: E402
+from moe_gather.problem import DECODE_BATCHES, MODELS  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 import mutants  # noqa: E402
@@ -148,9 +148,15 @@ def _run_config(m: re.Match) -> str:
     return _short_config(config[1]) if config else "-"
 
 
+@functools.cache
+def _sanitize_runs(log: Path) -> list[re.Match]:
+    """A sanitize log's runs (tools/sanitize.sh), read once for its table and its missing cases."""
+    return list(SANITIZE.finditer(log.read_text()))
+
+
 def _not_run(log: Path, cases: str) -> str:
     """The cases of tools/<cases> that `log` has no run of, as a sentence ('' when it has them all)."""
-    ran = {(m["tool"], m["case"], m["n"]) for m in SANITIZE.finditer(log.read_text())}
+    ran = {(m["tool"], m["case"], m["n"]) for m in _sanitize_runs(log)}
     lines = [line.split() for line in (ROOT / "tools" / cases).read_text().splitlines() if line[:1] not in ("", "#")]
     missing = [" ".join(f) for f in lines if (f[0], f"{f[1]}-bs{f[2]}", f[3] if len(f) > 3 else None) not in ran]
     return f" Not run yet: {'; '.join(missing)}." if missing else ""
@@ -169,7 +175,7 @@ def _sanitize_table(*logs: Path) -> list[str]:
         *(
             f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
             for log in logs
-            for m in SANITIZE.finditer(log.read_text())
+            for m in _sanitize_runs(log)
         ),
     ]
 
@@ -198,7 +204,7 @@ FAST_BATCHES = (  # every other batch size of the gpt-oss-120b ladder
     "128,192,256,384,512,768,1024,1536,2048,3072,4096,6144,8192,10240,12288,14336,16384,18432,20480,22528,24576,"
     "26624,28672,30720"
 )
-FAST_DECODE = "1,2,4,8,16,32,64"  # the decode sizes, in a run of their own (*_decode.json)
+FAST_DECODE = ",".join(map(str, DECODE_BATCHES))  # the decode sizes, in a run of their own (*_decode.json)
 
 
 def _bar_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -248,7 +254,8 @@ FAST_SWEEPS = {
     "sweep_overlap_entry1.log": ["block_m=32,num_stages=4,num_warps=8,maxnreg=80," + _P,
                                  f"block_m=32,num_stages=4,num_warps=8,maxnreg=80,{_O}"] * 2,
 }  # fmt: skip
-SWEEP_LINE = re.compile(r"^\s*(?P<case>\S+) m\d+ .*?:\s+(?P<us>[\d.]+) us", re.M)
+# A sweep line: the case, the weights' layout (printed since tools/sweep_sm90.py takes --layouts), the config, the time.
+SWEEP_LINE = re.compile(r"^\s*(?P<case>\S+) (?:(?:mxfp4|fp8) )?m\d+ .*?:\s+(?P<us>[\d.]+) us", re.M)
 
 
 def _sweeps() -> list[str]:
