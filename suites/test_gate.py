@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from moe_gather import benchmarking
+from moe_gather._sm90_layout import LAYOUTS, PRECISIONS
 from moe_gather.benchmarking import OTHER_GPU_PCT, Baseline, Thresholds, baseline_folder_name, judge
 from moe_gather.problem import MODELS, cases, local_shard
 from moe_gather.routing import make_logits, route
@@ -311,25 +312,22 @@ def test_the_committed_baselines_hold_every_nightly_case(folder):
     from pytest_benchmark.storage.file import FileStorage
 
     device = benchmarking._read_baseline(next(folder.rglob("*.json")))[0]
-    fast = folder.name.endswith(("-fast", "-fast-fp8"))
-    layout = "fp8" if folder.name.endswith("-fp8") else "mxfp4"
-    assert baseline_folder_name(device, "fast" if fast else None, layout) == folder.name
+    named = {baseline_folder_name(device, p, layout): p for p in PRECISIONS for layout in LAYOUTS}
+    assert folder.name in named  # a folder the plugin names for a precision and layout on that device
+    fast = named[folder.name] == "fast"
+    precisions = set()
     for machine in sorted(p.name for p in folder.iterdir() if p.is_dir()):  # as pytest-benchmark on that machine
         storage = FileStorage(folder, Logger(Logger.QUIET, config=None), default_machine_id=machine)
         files = list(storage.load("[0-9][0-9][0-9][0-9]_"))
         assert len(files) == len(storage.query("[0-9][0-9][0-9][0-9]_"))  # every file readable
         baseline = benchmarking.baseline_from(files, device, str(folder))
+        precisions |= {b["extra_info"].get("precision") for _, data in files for b in data["benchmarks"]}
         models = ("gpt-oss-120b",) if fast else tuple(MODELS)
         timed = [case for case in cases(models=models, decode=True) if _local_rows(case)]
         # gpt-oss-120b's uniform decode batch of 1 routes nothing to the local shard
         assert len(timed) == (96 + 13 if fast else 2 * 96 + 27)
         assert set(baseline.medians) == {f"test_throughput[{case.id}]" for case in timed}
     assert all(0 < seconds < 1 for seconds in baseline.medians.values())
-    precisions = {
-        b["extra_info"].get("precision")
-        for p in folder.rglob("*.json")
-        for b in json.loads(p.read_text())["benchmarks"]
-    }
     assert precisions <= ({"fast"} if fast else {"accurate", None})  # None: saved before the precision was recorded
 
 
