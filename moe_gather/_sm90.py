@@ -878,39 +878,39 @@ def _bmm1_sm90_kernel(
     m0 = pid_m * BLOCK_M  # the tile's first row in the slice
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
-        _split_tile(call, m0, K, N, BLOCK_M // 4, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+        _split_tile(call, m0, K, N, BLOCK_M // 4, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
-        _split_tile(call, m0, K, N, BLOCK_M // 2, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+        _split_tile(call, m0, K, N, BLOCK_M // 2, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
         # a ring one stage shallower, odd: unpaired
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
               0)  # fmt: skip
     else:
-        _split_tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
+        _split_tile(call, m0, K, N, BLOCK_M, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
 
 
 @gluon.jit
 def _split_tile(
-    call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
+    call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
     TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_SPLITS: gl.constexpr,
     WS_M: gl.constexpr,
 ):  # fmt: skip
-    """_tile over the whole of K, or over split call.split's K tiles: every split but the last takes PER whole tiles,
-    the last the rest (with the tile that K ends inside)."""
+    """_tile (without tail rows) over the whole of K, or over split call.split's K tiles: every split but the last
+    takes PER whole tiles, the last the rest (with the tile that K ends inside)."""
     if K_SPLITS == 1:
-        _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
+        _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
               OVERLAP_TILES)  # fmt: skip
     else:
         PER: gl.constexpr = _split_tiles(K, K_SPLITS)
         if call.split < K_SPLITS - 1:
-            _tile(call, m0, PER * _TILE_K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS,
+            _tile(call, m0, PER * _TILE_K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS,
                   TWO_PARTIALS, FAST, OVERLAP_TILES, K, K_SPLITS, WS_M)  # fmt: skip
         else:
-            _tile(call, m0, K - (K_SPLITS - 1) * PER * _TILE_K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE,
+            _tile(call, m0, K - (K_SPLITS - 1) * PER * _TILE_K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE,
                   PARITY_RINGS, TWO_PARTIALS, FAST, OVERLAP_TILES, K, K_SPLITS, WS_M)  # fmt: skip
 
 

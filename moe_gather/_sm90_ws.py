@@ -36,8 +36,7 @@ from ._sm90 import (
 )
 from ._sm90_config import WS_MAXNREG
 
-PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg)
-MAXNREG = WS_MAXNREG  # 12 warps at launch (Sm90Config.maxnreg with split_k: lower)
+PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg); WS_MAXNREG caps the 12 warps at launch
 
 
 def consumer_regs(maxnreg: int) -> int:
@@ -45,7 +44,7 @@ def consumer_regs(maxnreg: int) -> int:
     return (maxnreg * 12 - PRODUCER_REGS * 4) // 8 // 8 * 8
 
 
-CONSUMER_REGS = consumer_regs(MAXNREG)
+CONSUMER_REGS = consumer_regs(WS_MAXNREG)
 
 
 @gluon.jit
@@ -290,11 +289,11 @@ def ws_constexprs(config, k: int, n: int) -> dict:
         "NUM_STAGES": config.num_stages,
         "NARROW": _narrowing(config.narrow_last_tile, config.block_m),
         "SPLIT_K": int(config.split_k),
-        "CONSUMER_REGS": consumer_regs(config.maxnreg or MAXNREG),
+        "CONSUMER_REGS": consumer_regs(launch_options(config)["maxnreg"]),
         "PRODUCER_REGS": PRODUCER_REGS,
     }
 
 
 def launch_options(config) -> dict:
     """The default partition's warps (the workers add 8) and the register cap of all 12."""
-    return {"num_warps": 4, "maxnreg": config.maxnreg or MAXNREG}
+    return {"num_warps": 4, "maxnreg": config.maxnreg or WS_MAXNREG}  # Sm90Config.maxnreg with split_k: lower
