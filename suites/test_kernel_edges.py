@@ -9,6 +9,7 @@ import functools
 
 import pytest
 import torch
+from _plans import K_SPLITS_PLANS, SPLIT_K_PLANS, WS_CONFIG
 
 from moe_gather import _sm90, bmm1
 from moe_gather.mxfp4 import MXFP4Weights
@@ -253,14 +254,6 @@ def test_k_ending_anywhere_in_a_tile(params, sm90, precision, entry, k):
     _check(problem, weights, f"K = {k}, {config}", config=config)
 
 
-SPLIT_K_PLANS = [
-    _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, split_k=True),
-    _sm90.Sm90Config(
-        block_m=16, num_stages=6, num_warps=8, maxnreg=80, warp_specialized=True, split_k=True, persistent=True
-    ),
-]
-
-
 @pytest.mark.parametrize("k", [32, 96, 128, 256, 384, 512, 576, 2816, 2880, 2912])
 @pytest.mark.parametrize("config", SPLIT_K_PLANS, ids=str)
 def test_k_ending_anywhere_through_split_k(params, sm90, config, k):
@@ -270,16 +263,6 @@ def test_k_ending_anywhere_through_split_k(params, sm90, config, k):
     --precision is (the tile runs no other)."""
     problem, weights = _k_problem(k, "fast")
     _check(problem, weights, f"K = {k}, {config}", config=config)
-
-
-# The table kernel with each tile's K tiles split between programs (the last to finish adds the sums): the first
-# entries' tiles and the block_m 64 one, 2 to 8 splits (8: gpt-oss's 23 K tiles as 3 each and 2 for the last).
-K_SPLITS_PLANS = [
-    _sm90.Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True, k_splits=4),
-    _sm90.Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2, k_splits=2),
-    _sm90.Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, k_splits=3),
-    _sm90.Sm90Config(16, 4, 4, narrow_last_tile=1, k_splits=8),
-]
 
 
 @pytest.mark.parametrize("k", [32, 256, 384, 576, 640, 2816, 2880, 2912, 2944])
@@ -317,10 +300,8 @@ OPT_IN_PLANS = [
     *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
     # The fast precision's K tiles in pairs, and its warp-specialized tile (fast only).
     FAST_PAIRS_PLAN,
-    _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True),
-    _sm90.Sm90Config(
-        block_m=128, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, persistent=True
-    ),
+    WS_CONFIG,
+    dataclasses.replace(WS_CONFIG, persistent=True),
     # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
     *SPLIT_K_PLANS,
     *K_SPLITS_PLANS,

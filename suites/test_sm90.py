@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 import triton
+from _plans import K_SPLITS_PLANS, WS_CONFIG
 from _ptxas import (
     after_main_loop_sass,
     innermost_loops_sass,
@@ -15,7 +16,6 @@ from _ptxas import (
     registers_used,
     spilled_bytes,
 )
-from test_kernel_edges import K_SPLITS_PLANS
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 
@@ -544,7 +544,6 @@ def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision):
     assert entries == {tool: every for tool in ("memcheck", "racecheck", "synccheck")}
 
 
-WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=True)
 SPLIT_K_CONFIG = _sm90.Sm90Config(16, 6, 8, maxnreg=80, warp_specialized=True, split_k=True)
 
 

@@ -1,0 +1,24 @@
+"""Launch plans of the sm90 kernels that no table entry runs, shared by the CPU compile tests (suites/test_sm90.py)
+and the GPU tests (suites/test_kernel_edges.py)."""
+
+from moe_gather import _sm90
+
+# The warp-specialized tile (fast only): a producer warpgroup, two consumers on block_m 128.
+WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=True)
+
+# Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
+SPLIT_K_PLANS = [
+    _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, split_k=True),
+    _sm90.Sm90Config(
+        block_m=16, num_stages=6, num_warps=8, maxnreg=80, warp_specialized=True, split_k=True, persistent=True
+    ),
+]
+
+# The table kernel with each tile's K tiles split between programs (the last to finish adds the sums): the first
+# entries' tiles and the block_m 64 one, 2 to 8 splits (8: gpt-oss's 23 K tiles as 3 each and 2 for the last).
+K_SPLITS_PLANS = [
+    _sm90.Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True, k_splits=4),
+    _sm90.Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2, k_splits=2),
+    _sm90.Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, k_splits=3),
+    _sm90.Sm90Config(16, 4, 4, narrow_last_tile=1, k_splits=8),
+]
