@@ -1,5 +1,6 @@
 """The sm_90a kernel on the CPU: its weight layout against the exact dequantization, and its compilation."""
 
+import importlib.util
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -524,17 +525,17 @@ def _launch(w, sizes, config):
 def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision):
     """tools/sanitize.sh's cases (each drawn on its own model: a narrowed N draws another routing) give each tool a
     case on every entry of the precision's table, by the rows per local slice that choose it."""
-    from moe_gather.problem import MODELS, Case, local_shard, make_logits
+    from moe_gather.problem import Case, local_shard, make_logits
     from moe_gather.routing import route
 
+    tools = Path(__file__).parents[1] / "tools"
+    spec = importlib.util.spec_from_file_location("sanitize_case", tools / "sanitize_case.py")
+    sanitize_case = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sanitize_case)
     entries = {}
-    lines = (Path(__file__).parents[1] / "tools" / cases).read_text().splitlines()
-    for line in (line for line in lines if line and not line.startswith("#")):
-        tool, routing, batch, *n = line.split()
-        model = MODELS["gpt-oss-120b"]
-        if n:  # as tools/sanitize_case.py narrows it
-            model = replace(model, name=f"{model.name}-n{n[0]}", n=int(n[0]))
-        case = Case(model, routing, int(batch))
+    for tool, routing, batch, n in sanitize_case.read_cases(tools / cases):
+        model = sanitize_case.case_model(n)  # a narrowed N draws another routing
+        case = Case(model, routing, batch)
         logits = make_logits(routing, case.batch, model.num_experts, model.top_k, case.routing_seed)
         rows = route(logits, model.top_k, model.num_shards, local_shard(model)).ragged.local_slice_size
         entries.setdefault(tool, set()).add(

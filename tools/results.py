@@ -32,6 +32,7 @@ from moe_gather.problem import DECODE_BATCHES, MODELS  # noqa: E402
 sys.path.insert(0, str(ROOT / "tools"))
 import mutants  # noqa: E402
 import ncu_regions  # noqa: E402
+import sanitize_case  # noqa: E402
 
 
 def _rel(path: Path) -> str:
@@ -156,9 +157,13 @@ def _sanitize_runs(log: Path) -> list[re.Match]:
 
 def _not_run(log: Path, cases: str) -> str:
     """The cases of tools/<cases> that `log` has no run of, as a sentence ('' when it has them all)."""
-    ran = {(m["tool"], m["case"], m["n"]) for m in _sanitize_runs(log)}
-    lines = [line.split() for line in (ROOT / "tools" / cases).read_text().splitlines() if line[:1] not in ("", "#")]
-    missing = [" ".join(f) for f in lines if (f[0], f"{f[1]}-bs{f[2]}", f[3] if len(f) > 3 else None) not in ran]
+    ran = {(m["tool"], m["case"], m["n"] and int(m["n"])) for m in _sanitize_runs(log)}
+    lines = sanitize_case.read_cases(ROOT / "tools" / cases)
+    missing = [
+        " ".join(str(f) for f in line if f is not None)
+        for line in lines
+        if (line[0], f"{line[1]}-bs{line[2]}", line[3]) not in ran
+    ]
     return f" Not run yet: {'; '.join(missing)}." if missing else ""
 
 

@@ -12,6 +12,7 @@ blocks, so that racecheck, which slows every shared-memory access, finishes on t
 import dataclasses
 import os
 import sys
+from pathlib import Path
 
 import torch
 
@@ -19,10 +20,20 @@ from moe_gather import bmm1
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem
 
 
-def main(routing: str, batch: int, n: int | None = None):
+def read_cases(path) -> list[tuple[str, str, int, int | None]]:
+    """A cases file's lines "tool routing batch [N]" (tools/sanitize.sh reads them too), less comments and blanks."""
+    lines = [line.split() for line in Path(path).read_text().splitlines() if line[:1] not in ("", "#")]
+    return [(f[0], f[1], int(f[2]), int(f[3]) if len(f) > 3 else None) for f in lines]
+
+
+def case_model(n: int | None = None):
+    """gpt-oss-120b, with N narrowed to `n` where given."""
     model = MODELS["gpt-oss-120b"]
-    if n:
-        model = dataclasses.replace(model, name=f"{model.name}-n{n}", n=n)
+    return dataclasses.replace(model, name=f"{model.name}-n{n}", n=n) if n else model
+
+
+def main(routing: str, batch: int, n: int | None = None):
+    model = case_model(n)
     params = make_expert_params(model, "cuda")
     problem = make_problem(Case(model, routing, batch), "cuda", params)
     weights = bmm1.prepare_weights(
