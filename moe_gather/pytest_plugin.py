@@ -227,7 +227,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", marker)
     if config.getoption("batch_sizes") is not None:
         _parse_batch_sizes(config.getoption("batch_sizes"))
-    refusal = layout_refusal(config.getoption("layout"), _precision(config.getoption("precision")))
+    refusal = layout_refusal(config.getoption("layout"), chosen_precision(config.getoption("precision")))
     if refusal:
         raise pytest.UsageError(refusal)
     if config.getoption("benchmark_plot"):
@@ -252,10 +252,10 @@ class Gate:
 def baseline_folder(precision_option: str, device: str | None, layout: str = "mxfp4") -> str:
     """The baselines folder of --precision ("default": the Hopper kernel's default precision) and --layout on
     `device`."""
-    return benchmarking.baseline_folder_name(device, _precision(precision_option), layout)
+    return benchmarking.baseline_folder_name(device, chosen_precision(precision_option), layout)
 
 
-def _precision(option: str) -> str:
+def chosen_precision(option: str) -> str:
     """--precision resolved: "default" is the Hopper kernel's default precision."""
     from ._sm90_config import DEFAULT_PRECISION
 

@@ -22,6 +22,7 @@ from moe_gather.problem import (
     make_problem,
     reference_for,
 )
+from moe_gather.pytest_plugin import chosen_precision
 from moe_gather.reference import TOLERANCES, check_against, kernel_tolerance
 from moe_gather.routing import route
 
@@ -48,7 +49,11 @@ def weights(params, precision):
     return bmm1.prepare_weights(params.weights, precision=precision)
 
 
-ENTRIES = range(len(_sm90.CONFIGS))  # table entries by index: the table is the weights' precision's
+def pytest_generate_tests(metafunc):
+    """`entry`: each index of the --precision's table (the tables differ in length)."""
+    if "entry" in metafunc.fixturenames:
+        table = _sm90.TABLES[chosen_precision(metafunc.config.getoption("precision"))]
+        metafunc.parametrize("entry", range(len(table)))
 
 
 def _entry(weights, i):
@@ -167,7 +172,6 @@ def test_nan_and_inf_inputs_behave_as_the_reference(params, weights):
     _check(_nan_and_inf_problem(params, 1024), weights, "NaN and Inf inputs")
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
 def test_nan_and_inf_through_each_sm90_entry(params, sm90, weights, entry):
     """The same through each table entry's full-width tiles (~128 rows per slice: the block_m 128 entry's epilogue
     clamps with min / max .NaN, the others with selects)."""
@@ -233,7 +237,6 @@ def _sized_routing(sizes):
 EVERY_WIDTH = [1, 7, 8, 9, 16, 17, 31, 32, 33, 63, 64, 65, 80, 128, 144, 0]
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
 def test_every_tile_width_of_each_sm90_entry(params, sm90, weights, entry):
     """Slices whose last tile takes each width an entry narrows to (block_m, / 2, / 4) or extends to (block_m +
     extra) and ones that end on a tile boundary, in one launch: each against the reference."""
@@ -244,7 +247,6 @@ def test_every_tile_width_of_each_sm90_entry(params, sm90, weights, entry):
 
 
 @pytest.mark.parametrize("k", [32, 96, 128, 384, 2816, 2848, 2912, 2976])
-@pytest.mark.parametrize("entry", ENTRIES)
 def test_k_ending_anywhere_in_a_tile(params, sm90, precision, entry, k):
     """K on a 128-wide tile boundary (all whole tiles), or 1, 2 (gpt-oss: 2880) or 3 blocks of 32 into its last
     tile, which the sm90 kernel then runs first with only its blocks; K under one tile leaves its loop none; an odd
@@ -320,7 +322,7 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
     out = _check(problem, weights, f"launch plan {config}", config=config)
     if config.warp_specialized and not config.split_k:
-        table = bmm1.run_problem(problem, weights, config=_entry(weights, len(ENTRIES) - 1))
+        table = bmm1.run_problem(problem, weights, config=_sm90.TABLES[weights.precision][-1][1])
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
@@ -353,11 +355,11 @@ def fp8_layout(params):
     return bmm1.prepare_weights(params.weights, precision="fast", layout="fp8")
 
 
-@pytest.mark.parametrize("entry", range(len(_sm90.FAST_CONFIGS)))
-def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, entry):
+@pytest.mark.parametrize("fast_entry", range(len(_sm90.FAST_CONFIGS)))
+def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, fast_entry):
     """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout."""
     problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
-    _both_layouts(problem, fp8_layout, FP8_LAYOUT_PLANS[entry], "tile widths, layout fp8")
+    _both_layouts(problem, fp8_layout, FP8_LAYOUT_PLANS[fast_entry], "tile widths, layout fp8")
 
 
 @pytest.mark.parametrize("params_set", ["seed", "real"])
