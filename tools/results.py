@@ -291,7 +291,8 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     """The fast gate's baseline in a weight layout against the bar: its summary lines and its per-case table (the fp8
     layout's: the cases whose config reads its bytes; the others run the mxfp4 layout's kernel)."""
     paths = sorted(_baselines(layout).glob("*.json"))
-    rows = [b["extra_info"] for path in paths for b in json.loads(path.read_text())["benchmarks"]]
+    newest = {b["extra_info"]["case"]: b["extra_info"] for p in paths for b in json.loads(p.read_text())["benchmarks"]}
+    rows = list(newest.values())  # each case from the newest file holding it, as the gate judges it
     ladder = summarize([r for r in rows if "decode" not in r["case"]])
     decode = summarize([r for r in rows if "decode" in r["case"]])
     large, small_rows = _bar_rows(rows)
@@ -307,8 +308,8 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     option = "" if layout == "mxfp4" else f" --layout {layout}"
     summary = [
         f"The fast gate's baseline{' in the fp8 layout' if option else ''} ({names}: `pytest suites/test_benchmark.py "
-        f"--gpu hopper --precision fast{option} --benchmark-save=NAME`, triton_kernels on PYTHONPATH), against the "
-        "bar:",
+        f"--gpu hopper --precision fast{option} --benchmark-save=NAME`, triton_kernels on PYTHONPATH"
+        f"{_newer_saves(paths)}), against the bar:",
         "",
         f"- {ladder['cases']} ladder cases: {ladder['geomean_speedup']:.2f}x triton_kernels in geometric mean (min "
         f"{ladder['min_speedup']:.2f}x, slower on {ladder['cases_slower_than_peer']}; the bar 1.8x); "
@@ -333,19 +334,73 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     return summary, table
 
 
+def _newer_saves(paths: list[Path]) -> str:
+    """What the files after a folder's first hold: each case is judged against the newest file holding it."""
+    later = [
+        f"`{p.name}` the cases at batch {','.join(sorted({c.split('-bs')[1] for c in cases}, key=int))} "
+        f"(`--batch-sizes` those)"
+        for p in paths[1:]
+        for cases in [[b["extra_info"]["case"] for b in json.loads(p.read_text())["benchmarks"]]]
+    ]
+    if not later:
+        return ""
+    return f"; {'; '.join(later)}, saved when the table's block_m 64 entry took over from 25 rows per slice"
+
+
+def _sweep_label(r: dict) -> str:
+    """A sweep row's config in a few words."""
+    return (
+        f"m{r['block_m']} w{r['num_warps']} {r['num_stages']} stages"
+        + (f" overlap {r['overlap_tiles']}" if r["overlap_tiles"] else "")
+        + (f" tail {r['tail_rows']}" if r["tail_rows"] else "")
+        + (f" cap {r['maxnreg']}" if r["maxnreg"] else "")
+        + ("" if r["parity_rings"] else " no parity rings")
+        + (" fp8 layout" if r.get("fp8_layout") else "")
+        + (f" last tile narrowed {r['narrow_last_tile']}x" if r["narrow_last_tile"] != 2 else "")
+    )
+
+
+def _config_sweep(name: str) -> list[str]:
+    """A sweep of configs on one weights object (tools/sweep_sm90.py --layouts fp8, JSON; a config without
+    fp8_layout reads its packed words): per case, each config's time in the order run and over the first's."""
+    by_case: dict[str, list[dict]] = {}
+    for r in json.loads((FAST / name).read_text()):
+        by_case.setdefault(r["case"], []).append(r)
+    labels = [_sweep_label(r) for r in next(iter(by_case.values()))]
+    if any([_sweep_label(r) for r in rows] != labels for rows in by_case.values()):
+        raise ValueError(f"{name}: the cases ran different configs; its columns would not match")
+    lines = [
+        "| case | " + " | ".join(f"{i + 1}: {c}" + (" | / 1" if i else "") for i, c in enumerate(labels)) + " |",
+        "|---|" + "---:|" * (2 * len(labels) - 1),
+    ]
+    for case, rows in by_case.items():
+        first = rows[0]["us"]
+        cells = [f"{rows[0]['us']:.1f}", *(f"{r['us']:.1f} | {r['us'] / first:.3f}" for r in rows[1:])]
+        lines.append(f"| {case} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _fp8_20b() -> list[str]:
+    """gpt-oss-20b's cases in the fp8 layout beside the packed words' run of the same cases."""
+    words = {r["case"]: r for r in json.loads((FAST / "bench_fast_20b.json").read_text())["rows"]}
+    lines = [
+        "| case | fp8 us | % roof | vendor us | x vendor | words us | x vendor | fp8 / words |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in json.loads((FAST / "bench_fast_fp8_20b.json").read_text())["rows"]:
+        w = words[r["case"]]
+        lines.append(
+            f"| {r['case']} | {r['us']:.1f} | {r['pct_roof']:.1%} | {r['vendor_us']:.1f} | "
+            f"{r['vendor_speedup']:.2f} | {w['us']:.1f} | {w['vendor_speedup']:.2f} | {r['us'] / w['us']:.3f} |"
+        )
+    return lines
+
+
 def _layout_sweep(name: str) -> list[str]:
     """A sweep of configs on both weight layouts (tools/sweep_sm90.py --layouts mxfp4,fp8, JSON): per case and config,
     each layout's time and fp8's over mxfp4's."""
     rows = json.loads((FAST / name).read_text())
-
-    def label(r):
-        return (
-            f"m{r['block_m']} w{r['num_warps']} {r['num_stages']} stages"
-            + (f" overlap {r['overlap_tiles']}" if r["overlap_tiles"] else "")
-            + (f" tail {r['tail_rows']}" if r["tail_rows"] else "")
-            + (f" cap {r['maxnreg']}" if r["maxnreg"] else "")
-            + ("" if r["parity_rings"] else " no parity rings")
-        )
+    label = _sweep_label
 
     configs = list(dict.fromkeys(label(r) for r in rows))
     us = {(r["case"], label(r), r["layout"]): r["us"] for r in rows}
@@ -591,6 +646,19 @@ def fast() -> str:
         "",
         *_sweeps(),
         "",
+        "The table's bounds, each config on the same weights in one process (`--layouts fp8 --json ...`; the "
+        "configs without fp8_layout read the packed words):",
+        "",
+        "- `sweep_boundary_small.json`, 13-50 rows per slice (uniform-bs768: 24, -bs896: 30, -bs1024: 31, -bs1280: 40, "
+        "-bs1536: 50; zipf-bs160: 13, -bs4096: 16, -bs5120: 22, -bs2048: 35, -bs1792: 140):",
+        "",
+        *_config_sweep("sweep_boundary_small.json"),
+        "",
+        "- `sweep_boundary_large.json`, 192-411 rows per slice (uniform-bs6144: 192, -bs6656: 208, -bs7168: 227, "
+        "-bs7680: 241, -bs8192: 257; zipf-bs24576: 208, -bs3584: 409, -bs6144: 411):",
+        "",
+        *_config_sweep("sweep_boundary_large.json"),
+        "",
         "## The fp8 layout",
         "",
         "`prepare_weights(..., precision=\"fast\", layout=\"fp8\")` holds the fold's e4m3 bytes beside the packed "
@@ -616,14 +684,31 @@ def fast() -> str:
         "",
         *_layout_sweep("sweep_shallow.json"),
         "",
+        "On the fp8 layout alone (`--layouts fp8`):",
+        "",
+        "- `sweep_fp8_chunks.json`: the block_m 128 entry in chunks of 4, 6 and 8 K tiles (6 and 8 with "
+        "`Sm90Config`'s overlap_tiles check and the kernel's `CHUNKS` test widened to them; the table's 4 run again "
+        "last):",
+        "",
+        *_config_sweep("sweep_fp8_chunks.json"),
+        "",
+        "- `sweep_fp8_midrange.json`: 96-192 rows per slice, the block_m 64 entry against block_m 128 reading the fp8 "
+        "layout (one tile a slice up to 128 rows), its last tiles narrowed twice or once:",
+        "",
+        *_config_sweep("sweep_fp8_midrange.json"),
+        "",
+        "gpt-oss-20b in the fp8 layout from 2048 tokens, vendor in the same process (`python -m moe_gather bench "
+        "--model gpt-oss-20b --precision fast --layout fp8 --no-peer --batch-sizes 2048,3072,4096,5120,6144,7680 "
+        f"--json {_rel(FAST / 'bench_fast_fp8_20b.json')}`), beside the packed words' run of the same cases "
+        "(`bench_fast_20b.json`, another process):",
+        "",
+        *_fp8_20b(),
+        "",
         "Against the reference and byte for byte against the packed words' output: "
         f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: every fast entry, the K tiles in pairs "
         "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices, with the k_splits "
-        "K tests. Its tests compare weights prepared in each layout (`pytest suites/test_kernel_edges.py --gpu hopper "
-        "--precision fast -k 'fp8_layout or through_k_splits'` at the commit that wrote it); the suite's present "
-        "form of them, `-k 'layout_fp8 or through_k_splits'`, reads one weights object both ways; the kernels the "
-        "log ran compile to the same SASS as the present ones. `compare_fast_fp8.log`, on the gate page, checks "
-        "every gate case of the "
+        "K tests: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k 'layout_fp8 or "
+        "through_k_splits'`. `compare_fast_fp8.log`, on the gate page, checks every gate case of the "
         "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
         "layout (`fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases below):",
@@ -655,10 +740,10 @@ def fast() -> str:
         f"the fold's window run the accurate kernel): {closing} (`suite.log`: `pytest "
         "suites/test_kernel.py suites/test_kernel_edges.py suites/test_reliability.py "
         "suites/test_benchmark.py::test_the_vendor_anchor_computes_the_gemm_it_is_timed_for --gpu hopper "
-        "--precision fast --batch-sizes 1,32,512,2048,8192,31744`). compute-sanitizer on a case of each table entry "
+        "--precision fast --batch-sizes 1,32,512,2048,8192,31744 -k 'not (layout_fp8 or through_k_splits)'`, the "
+        "tests `fp8_layout_edges.log` ran left out). compute-sanitizer on a case of each table entry "
         "with each tool (`sanitize.log`: `PRECISION=fast bash tools/sanitize.sh`, the cases of "
-        "tools/sanitize_cases_fast.txt; the runs of the three smaller entries predate the block_m 128 entry's chunks "
-        f"of four, and their kernels are unchanged since), with the config each run launched."
+        "tools/sanitize_cases_fast.txt), with the config each run launched."
         f"{_not_run(FAST / 'sanitize.log', 'sanitize_cases_fast.txt')}",
         "",
         *_sanitize_table(FAST / "sanitize.log"),
