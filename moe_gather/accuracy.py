@@ -35,7 +35,7 @@ from .problem import (
     parse_batch_sizes,
     reference_for,
 )
-from .reference import compare_fp8, swiglu_reference, to_e4m3
+from .reference import compare_fp8, swiglu_reference, to_e4m3, with_precision
 from .routing import ROUTINGS
 
 COMPUTATIONS = ("kernel", "kernel_fast", "peer", "fp32", "cublas_fp8", "cublas_fp8_fast")
@@ -119,7 +119,7 @@ def outputs(problem: Problem, kernel_weights, with_peer: bool, dense: DenseWeigh
     from . import bmm1, peer
 
     results = {
-        "kernel" if precision == "accurate" else f"kernel_{precision}": bmm1.run_problem(problem, weights)
+        with_precision("kernel", precision, "_"): bmm1.run_problem(problem, weights)
         for precision, weights in (kernel_weights or {}).items()
     }
     if with_peer and problem.tokens:  # a shard with no rows: nothing for the peer to launch

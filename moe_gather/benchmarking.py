@@ -29,6 +29,8 @@ from pathlib import Path
 
 import torch
 
+from .reference import with_precision
+
 DEFAULT_THRESHOLDS = "5,10,100"  # percent for long cases, percent for short ones, the boundary in us
 OTHER_GPU_PCT = 5.0  # points added to the allowed slowdown against a baseline from another GPU of the same model
 MAX_PCT = 50.0  # a threshold above this switches the gate off rather than setting it
@@ -106,8 +108,7 @@ def baseline_folder_name(device_name: str | None, precision: str | None = None, 
     """A device's baseline folder for a precision and weight layout: the default's (None, "accurate") is
     device_slug's; another precision's has its own ('nvidia-h200-fast'), as has another layout ('nvidia-h200-fast-fp8'),
     so that their times are never judged against another's."""
-    slug = device_slug(device_name)
-    name = slug if precision in (None, "accurate") else f"{slug}-{precision}"
+    name = with_precision(device_slug(device_name), precision)
     return name if layout == "mxfp4" else f"{name}-{layout}"
 
 

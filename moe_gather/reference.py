@@ -199,10 +199,16 @@ TOLERANCES = {
 }
 
 
+def with_precision(name: str, precision: str | None, sep: str = "-") -> str:
+    """`name` as a precision's: the accurate precision's (or None's) is `name` itself, another's carries the
+    precision ('kernel-fast', 'kernel_fast', 'nvidia-h200-fast')."""
+    return name if precision in (None, "accurate") else f"{name}{sep}{precision}"
+
+
 def kernel_tolerance(precision: str, params: str, path: str = "kernel") -> Tolerance:
     """The tolerance of a kernel path ("kernel", "saturating") at a precision (prepared weights' `.precision`) and
     parameter set: TOLERANCES[path, params], or [f"{path}-{precision}", params] for another than "accurate"."""
-    return TOLERANCES[path if precision == "accurate" else f"{path}-{precision}", params]
+    return TOLERANCES[with_precision(path, precision), params]
 
 
 def assert_close(ref: torch.Tensor, out: torch.Tensor, *, maxtol: float, rmstol: float, description: str = ""):

@@ -398,51 +398,40 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
         assert len(loop) <= EXTRA_LOOP_SASS_BUDGET[_entry(config)], len(loop)
 
 
-# The fast table's K loops (two K tiles an iteration; the block_m 128 entry's, a chunk of four), as compiled: the
-# byte-table fold costs ~11 SASS per 32-bit word, and the promotion is one FFMA per accumulator element per K tile
-# instead of per block.
-FAST_LOOP_SASS_BUDGET = {(32, 4, 0): 357, (32, 8, 0): 359, (64, 8, 16): 392, (128, 8, 0): 806}
+# The fast table's K loops as compiled (two K tiles an iteration; the block_m 128 entry's, a chunk of four), per weights
+# layout: the mxfp4 layout's byte-table fold costs ~11 SASS per 32-bit word; the fp8 layout copies twice the bytes and
+# folds nothing. The promotion is one FFMA per accumulator element per K tile instead of per block.
+FAST_LOOP_SASS_BUDGET = {
+    "mxfp4": {(32, 4, 0): 357, (64, 8, 16): 392, (128, 8, 0): 806},
+    "fp8": {(32, 4, 0): 212, (64, 8, 16): 252, (128, 8, 0): 471},
+}
+FP8_SPILL_BUDGET = {128: 12}  # bytes, all outside the loop (the mxfp4 layout's block_m 128 entry: 132)
 
 
+@pytest.mark.parametrize("layout", ["mxfp4", "fp8"])
 @pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)
-def test_fast_loop_promotes_once_per_tile(config, tmp_path):
+def test_fast_loop_promotes_once_per_tile(config, layout, tmp_path):
     """Per K tile: four fp8 wgmmas chained into one partial, one FFMA per accumulator element; with overlap_tiles
     each tile's wgmmas but the iteration's last stay in flight while the tile before is promoted (a wait leaves 4
-    groups)."""
-    cubin = compile_sm90(config, fast=True).asm["cubin"]
-    instructions = main_loop_sass(cubin, tmp_path, operands=True, wgmma=_wgmma(config.block_m))
+    groups). The mxfp4 layout folds with two byte permutes a word; the fp8 layout's bytes go to wgmma as they landed,
+    no permute, within shared memory on every entry's tile (a forced fp8_layout runs any of them)."""
+    kernel = compile_sm90(config, fast=True, layout=layout)
+    if layout == "fp8":
+        report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
+        assert spilled_bytes(report) <= FP8_SPILL_BUDGET.get(config.block_m, 0), report
+        assert kernel.metadata.shared <= 227 * 1024
+    instructions = main_loop_sass(kernel.asm["cubin"], tmp_path, operands=True, wgmma=_wgmma(config.block_m))
     loop = [text.split()[0] for text in instructions]
     tiles = config.overlap_tiles or 2  # K tiles an iteration
     assert loop.count(f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3") == 4 * tiles
     assert loop.count("FFMA") == tiles * 64 * config.block_m // 128
-    assert loop.count("PRMT") >= tiles * 4 * 2 * 2  # two table permutes a word, two words a block per thread
+    if layout == "mxfp4":
+        assert loop.count("PRMT") >= tiles * 4 * 2 * 2  # two table permutes a word, two words a block per thread
+    else:
+        assert "PRMT" not in loop
     waits = [text for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
     assert sum(line.endswith("0x4") for line in waits) == (tiles - 1 if config.overlap_tiles else 0), waits
-    assert len(loop) <= FAST_LOOP_SASS_BUDGET[_entry(config)], len(loop)
-
-
-# The fast table's K loops on layout "fp8": no fold, the copies of twice the bytes; the block_m 128 entry spills 12
-# bytes outside its loop (the mxfp4 layout's 132).
-FP8_LOOP_SASS_BUDGET = {(32, 4, 0): 212, (32, 8, 0): 214, (64, 8, 16): 252, (128, 8, 0): 471}
-FP8_SPILL_BUDGET = {128: 12}
-
-
-@pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)
-def test_layout_fp8_feeds_wgmma_from_shared_memory(config, tmp_path):
-    """The fold's bytes go to wgmma as they landed: the same wgmmas, FFMA and waits as the mxfp4 layout's loop, no
-    byte permute (its fold has two a word), fewer SASS. Every entry's tile (a forced fp8_layout runs any of them)."""
-    kernel = compile_sm90(config, fast=True, layout="fp8")
-    report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
-    assert spilled_bytes(report) <= FP8_SPILL_BUDGET.get(config.block_m, 0), report
-    assert kernel.metadata.shared <= 227 * 1024
-    instructions = main_loop_sass(kernel.asm["cubin"], tmp_path, operands=True, wgmma=_wgmma(config.block_m))
-    loop = [text.split()[0] for text in instructions]
-    tiles = config.overlap_tiles or 2
-    assert loop.count(f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3") == 4 * tiles
-    assert loop.count("FFMA") == tiles * 64 * config.block_m // 128 and "PRMT" not in loop
-    waits = [text for text in instructions if text.startswith("WARPGROUP.DEPBAR.LE")]
-    assert sum(line.endswith("0x4") for line in waits) == (tiles - 1 if config.overlap_tiles else 0), waits
-    assert len(loop) <= FP8_LOOP_SASS_BUDGET[_entry(config)], len(loop)
+    assert len(loop) <= FAST_LOOP_SASS_BUDGET[layout][_entry(config)], len(loop)
 
 
 def test_fast_pairs_on_six_stages_load_an_odd_count_ahead_for_one_barrier_a_tile(tmp_path):
