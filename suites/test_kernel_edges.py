@@ -294,12 +294,14 @@ def test_k_splits_are_deterministic_and_leave_their_counters_zero(params, sm90, 
 FAST_PAIRS_PLAN = _sm90.Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2)
 
 # Launch plans no table entry runs: split_at's two launches (light slices tiled small, the others large), extra rows
-# on another tile than the table's, and each entry with the other grid order (widest_first).
+# on another tile than the table's, and each entry of either table with the other grid order (widest_first).
 OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=16, num_stages=4, num_warps=4, narrow_last_tile=1, split_at=32),
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, split_at=16, large_block_m=64),
     _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=1, tail_rows=32),
-    *[dataclasses.replace(c, widest_first=not c.widest_first) for _, c in _sm90.CONFIGS],
+    *dict.fromkeys(
+        dataclasses.replace(c, widest_first=not c.widest_first) for _, c in (*_sm90.CONFIGS, *_sm90.FAST_CONFIGS)
+    ),
     # The fast precision's K tiles in pairs, and its warp-specialized tile (fast only).
     FAST_PAIRS_PLAN,
     WS_CONFIG,

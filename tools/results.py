@@ -291,8 +291,8 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     """The fast gate's baseline in a weight layout against the bar: its summary lines and its per-case table (the fp8
     layout's: the cases whose config reads its bytes; the others run the mxfp4 layout's kernel)."""
     paths = sorted(_baselines(layout).glob("*.json"))
-    newest = {b["extra_info"]["case"]: b["extra_info"] for p in paths for b in json.loads(p.read_text())["benchmarks"]}
-    rows = list(newest.values())  # each case from the newest file holding it, as the gate judges it
+    newest = {b["name"]: b["extra_info"] for p in paths for b in json.loads(p.read_text())["benchmarks"]}
+    rows = list(newest.values())  # each test from the newest file holding it, as the gate judges it
     ladder = summarize([r for r in rows if "decode" not in r["case"]])
     decode = summarize([r for r in rows if "decode" in r["case"]])
     large, small_rows = _bar_rows(rows)
@@ -334,17 +334,22 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     return summary, table
 
 
+# Why a baselines folder holds a save after its first (the gate judges each case against the newest file holding it).
+NEWER_SAVES = {
+    "0002": "saved when the table's block_m 64 entry took over from 25 rows per slice, four of them with a new config",
+}
+
+
 def _newer_saves(paths: list[Path]) -> str:
-    """What the files after a folder's first hold: each case is judged against the newest file holding it."""
-    later = [
-        f"`{p.name}` the cases at batch {','.join(sorted({c.split('-bs')[1] for c in cases}, key=int))} "
-        f"(`--batch-sizes` those)"
-        for p in paths[1:]
-        for cases in [[b["extra_info"]["case"] for b in json.loads(p.read_text())["benchmarks"]]]
-    ]
-    if not later:
-        return ""
-    return f"; {'; '.join(later)}, saved when the table's block_m 64 entry took over from 25 rows per slice"
+    """What the files after a folder's first hold, and why they were saved (NEWER_SAVES)."""
+    later = []
+    for p in paths[1:]:
+        batches = sorted({b["extra_info"]["batch"] for b in json.loads(p.read_text())["benchmarks"]})
+        if p.name[:4] not in NEWER_SAVES:
+            raise ValueError(f"{p}: NEWER_SAVES does not say why it was saved")
+        later.append(f"`{p.name}` the cases at batch {','.join(map(str, batches))} (`--batch-sizes` those), "
+                     f"{NEWER_SAVES[p.name[:4]]}")  # fmt: skip
+    return "".join(f"; {text}" for text in later)
 
 
 def _sweep_label(r: dict) -> str:
@@ -357,6 +362,7 @@ def _sweep_label(r: dict) -> str:
         + ("" if r["parity_rings"] else " no parity rings")
         + (" fp8 layout" if r.get("fp8_layout") else "")
         + (f" last tile narrowed {r['narrow_last_tile']}x" if r["narrow_last_tile"] != 2 else "")
+        + (" widest first" if r["widest_first"] else "")
     )
 
 
@@ -366,6 +372,8 @@ def _config_sweep(name: str) -> list[str]:
     by_case: dict[str, list[dict]] = {}
     for r in json.loads((FAST / name).read_text()):
         by_case.setdefault(r["case"], []).append(r)
+    if not by_case:
+        raise ValueError(f"{name}: no rows")
     labels = [_sweep_label(r) for r in next(iter(by_case.values()))]
     if any([_sweep_label(r) for r in rows] != labels for rows in by_case.values()):
         raise ValueError(f"{name}: the cases ran different configs; its columns would not match")
@@ -649,8 +657,8 @@ def fast() -> str:
         "The table's bounds, each config on the same weights in one process (`--layouts fp8 --json ...`; the "
         "configs without fp8_layout read the packed words):",
         "",
-        "- `sweep_boundary_small.json`, 13-50 rows per slice (uniform-bs768: 24, -bs896: 30, -bs1024: 31, -bs1280: 40, "
-        "-bs1536: 50; zipf-bs160: 13, -bs4096: 16, -bs5120: 22, -bs2048: 35, -bs1792: 140):",
+        "- `sweep_boundary_small.json`, 13-140 rows per slice (uniform-bs768: 24, -bs896: 30, -bs1024: 31, -bs1280: "
+        "40, -bs1536: 50; zipf-bs160: 13, -bs4096: 16, -bs5120: 22, -bs2048: 35, -bs1792: 140):",
         "",
         *_config_sweep("sweep_boundary_small.json"),
         "",
