@@ -609,17 +609,25 @@ class _Call:
 
 
 @gluon.jit
-def _store(acc, call: _Call, row0, m0, N: gl.constexpr, ACC_TIMES: gl.constexpr, ACC_SCALE: gl.constexpr):
-    """The tile's epilogue (acc times ACC_TIMES, exact; ACC_SCALE folded into x_scale); block_m 128 takes its wide
-    form (see _epilogue)."""
-    if ACC_TIMES != 1.0:
-        acc = acc * ACC_TIMES
+def _swiglu_tile(acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size,
+                 N: gl.constexpr, ACC_SCALE: gl.constexpr):  # fmt: skip
+    """swiglu_store of a [BLOCK_N, BLOCK_M] tile at its width: block_m 128 takes the wide form (see _epilogue)."""
     BLOCK_N: gl.constexpr = acc.shape[0]
     BLOCK_M: gl.constexpr = acc.shape[1]
     swiglu_store(
+        acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, pid_n, start, size, N, BLOCK_M,
+        BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128, ACC_SCALE=ACC_SCALE,
+    )  # fmt: skip
+
+
+@gluon.jit
+def _store(acc, call: _Call, row0, m0, N: gl.constexpr, ACC_TIMES: gl.constexpr, ACC_SCALE: gl.constexpr):
+    """The tile's epilogue (acc times ACC_TIMES, exact; ACC_SCALE folded into x_scale)."""
+    if ACC_TIMES != 1.0:
+        acc = acc * ACC_TIMES
+    _swiglu_tile(
         acc, call.bias, call.x_scale, call.out_scale, call.out, call.alpha, call.limit, row0, m0, call.pid_n,
-        call.start, call.size, N, BLOCK_M, BLOCK_N, VEC=16 if BLOCK_M >= 128 else 2, NAN_MIN_MAX=BLOCK_M >= 128,
-        ACC_SCALE=ACC_SCALE,
+        call.start, call.size, N, ACC_SCALE,
     )  # fmt: skip
 
 

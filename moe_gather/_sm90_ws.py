@@ -21,7 +21,6 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma_wait
 
-from ._epilogue import swiglu_store
 from ._sm90 import (
     _FAST_ACC_SCALE,
     _MX_BLOCK,
@@ -32,6 +31,7 @@ from ._sm90 import (
     _k_steps,
     _narrowing,
     _promote,
+    _swiglu_tile,
     _x_rows,
 )
 from ._sm90_config import WS_MAXNREG
@@ -186,10 +186,9 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
     if WG == 0 or not SPLIT_K:
         block = (2 - SPLIT_K) * pid_n + WG  # this warpgroup's 64-row column block
         row0 = expert.to(gl.int64) * N + block * _ROW_BLOCK
-        swiglu_store(
-            acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0,
-            block, start, size, N, W, _ROW_BLOCK, VEC=16 if W >= 128 else 2, NAN_MIN_MAX=W >= 128,
-            ACC_SCALE=_FAST_ACC_SCALE,
+        _swiglu_tile(
+            acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start, size, N,
+            _FAST_ACC_SCALE,
         )  # fmt: skip
 
 
