@@ -434,52 +434,51 @@ def _mma_tile(
         else:
             part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
         acc = _promote(part, ref_rows[:, None], acc)
-    elif F16:
-        blocks = _tile_words(stage, BLOCK_N, words_layout)
-        scale_words = stage.s.load(rows_layout)
-        _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
-        fence_async_shared()
-        gl.thread_barrier()
-        for j in gl.static_range(BLOCKS):
-            a_lo, a_hi = _a_operands_f16(blocks[j], BLOCK_N, a16_layout)
-            x_half = x16_smem.index(j // 2)
-            x_lo = x_half.slice((j % 2) * _MX_BLOCK, 16, dim=1).permute((1, 0))
-            x_hi = x_half.slice((j % 2) * _MX_BLOCK + 16, 16, dim=1).permute((1, 0))
-            part = warpgroup_mma(a_lo, x_lo, part, use_acc=False, is_async=True)  # over the last partial
-            part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
-            part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-            acc = _promote(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
     else:
         blocks = _tile_words(stage, BLOCK_N, words_layout)
         scale_words = stage.s.load(rows_layout)
-        # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
-        a = _a_operand(blocks[0], BLOCK_N, a_layout)
-        part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
-        if TAIL_ROWS:
-            part_e = warpgroup_mma(a, _x_block(xe_tile, 0), part_e, use_acc=False, is_async=True)
-        for j in gl.static_range(BLOCKS):
-            if j + 1 < BLOCKS:
-                a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
-            scale_rows = _block_scales(scale_words, j, ZERO_SCALE)
-            scale = scale_rows[:, None]
-            if TWO_PARTIALS and j + 1 < BLOCKS:
-                spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
-                part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's done, j + 1's in flight
-                acc = _promote(part, scale, acc)
-                part, spare = spare, part
-            else:
-                # Promote once the wgmma is done: without a spare partial, reading its registers while the next
-                # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
-                if TAIL_ROWS:
-                    part, part_e = warpgroup_mma_wait(num_outstanding=0, deps=(part, part_e))
-                    acc_e = _promote(part_e, gl.convert_layout(scale_rows, e_rows)[:, None], acc_e)
-                else:
-                    part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-                acc = _promote(part, scale, acc)
+        if F16:
+            _x_to_f16(x_tile, x16_smem, BLOCK_M)  # every wgmma of tile t-1 is done: the buffer is free
+            fence_async_shared()
+            gl.thread_barrier()
+            for j in gl.static_range(BLOCKS):
+                a_lo, a_hi = _a_operands_f16(blocks[j], BLOCK_N, a16_layout)
+                x_half = x16_smem.index(j // 2)
+                x_lo = x_half.slice((j % 2) * _MX_BLOCK, 16, dim=1).permute((1, 0))
+                x_hi = x_half.slice((j % 2) * _MX_BLOCK + 16, 16, dim=1).permute((1, 0))
+                part = warpgroup_mma(a_lo, x_lo, part, use_acc=False, is_async=True)  # over the last partial
+                part = warpgroup_mma(a_hi, x_hi, part, is_async=True)  # fp16 wgmma adds in fp32
+                part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                acc = _promote(part, _block_scales(scale_words, j, ZERO_SCALE)[:, None], acc)
+        else:
+            # The previous partial as the (ignored) accumulator input: the wgmma writes over its registers.
+            a = _a_operand(blocks[0], BLOCK_N, a_layout)
+            part = warpgroup_mma(a, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
+            if TAIL_ROWS:
+                part_e = warpgroup_mma(a, _x_block(xe_tile, 0), part_e, use_acc=False, is_async=True)
+            for j in gl.static_range(BLOCKS):
                 if j + 1 < BLOCKS:
-                    part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
+                    a = _a_operand(blocks[j + 1], BLOCK_N, a_layout)  # while the wgmma runs
+                scale_rows = _block_scales(scale_words, j, ZERO_SCALE)
+                scale = scale_rows[:, None]
+                if TWO_PARTIALS and j + 1 < BLOCKS:
+                    spare = warpgroup_mma(a, _x_block(x_tile, j + 1), spare, use_acc=False, is_async=True)
+                    part = warpgroup_mma_wait(num_outstanding=1, deps=(part,))  # block j's done, j + 1's in flight
+                    acc = _promote(part, scale, acc)
+                    part, spare = spare, part
+                else:
+                    # Promote once the wgmma is done: without a spare partial, reading its registers while the next
+                    # wgmma (which writes them) is in flight would make ptxas serialize every wgmma.
                     if TAIL_ROWS:
-                        part_e = warpgroup_mma(a, _x_block(xe_tile, j + 1), part_e, use_acc=False, is_async=True)
+                        part, part_e = warpgroup_mma_wait(num_outstanding=0, deps=(part, part_e))
+                        acc_e = _promote(part_e, gl.convert_layout(scale_rows, e_rows)[:, None], acc_e)
+                    else:
+                        part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+                    acc = _promote(part, scale, acc)
+                    if j + 1 < BLOCKS:
+                        part = warpgroup_mma(a, _x_block(x_tile, j + 1), part, use_acc=False, is_async=True)
+                        if TAIL_ROWS:
+                            part_e = warpgroup_mma(a, _x_block(xe_tile, j + 1), part_e, use_acc=False, is_async=True)
     return _Sums(acc, part, spare, acc_e, part_e)
 
 
