@@ -361,7 +361,7 @@ def _sweep_label(r: dict) -> str:
         + (f" cap {r['maxnreg']}" if r["maxnreg"] else "")
         + ("" if r["parity_rings"] else " no parity rings")
         + (" fp8 layout" if r.get("fp8_layout") else "")
-        + (f" last tile narrowed {r['narrow_last_tile']}x" if r["narrow_last_tile"] != 2 else "")
+        + (f" narrow_last_tile={r['narrow_last_tile']}" if r["narrow_last_tile"] != 2 else "")
         + (" widest first" if r["widest_first"] else "")
     )
 
