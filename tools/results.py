@@ -408,10 +408,9 @@ def _layout_sweep(name: str) -> list[str]:
     """A sweep of configs on both weight layouts (tools/sweep_sm90.py --layouts mxfp4,fp8, JSON): per case and config,
     each layout's time and fp8's over mxfp4's."""
     rows = json.loads((FAST / name).read_text())
-    label = _sweep_label
 
-    configs = list(dict.fromkeys(label(r) for r in rows))
-    us = {(r["case"], label(r), r["layout"]): r["us"] for r in rows}
+    configs = list(dict.fromkeys(_sweep_label(r) for r in rows))
+    us = {(r["case"], _sweep_label(r), r["layout"]): r["us"] for r in rows}
     if len(us) != len(rows):
         raise ValueError(f"{name}: two rows share a case, layout and label; the label misses a field they differ in")
     cases = list(dict.fromkeys(r["case"] for r in rows))
