@@ -237,13 +237,18 @@ def _sized_routing(sizes):
 EVERY_WIDTH = [1, 7, 8, 9, 16, 17, 31, 32, 33, 63, 64, 65, 80, 128, 144, 0]
 
 
+def _every_width_problem(params):
+    """gpt-oss-120b with local slices of EVERY_WIDTH rows, in one launch."""
+    return _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
+
+
 def test_every_tile_width_of_each_sm90_entry(params, sm90, weights, entry):
     """Slices whose last tile takes each width an entry narrows to (block_m, / 2, / 4) or extends to (block_m +
     extra) and ones that end on a tile boundary, in one launch: each against the reference."""
-    routing = _sized_routing(EVERY_WIDTH)
-    assert routing.ragged.slice_sizes.tolist() == EVERY_WIDTH
+    problem = _every_width_problem(params)
+    assert problem.routing.ragged.slice_sizes.tolist() == EVERY_WIDTH
     config = _entry(weights, entry)
-    _check(_problem(params, batch=sum(EVERY_WIDTH), routing=routing), weights, f"tile widths, {config}", config=config)
+    _check(problem, weights, f"tile widths, {config}", config=config)
 
 
 @pytest.mark.parametrize("k", [32, 96, 128, 384, 2816, 2848, 2912, 2976])
@@ -280,7 +285,7 @@ def test_k_splits_are_deterministic_and_leave_their_counters_zero(params, sm90, 
     """Two launches give the same bytes (the sums are added in split order whichever finishes last; the fp8 output
     would hide most other orders, so this checks agreement, not the order) and each tile's counter is back to zero
     after a launch (the next one counts from it)."""
-    problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
+    problem = _every_width_problem(params)
     config = K_SPLITS_PLANS[0]
     first = _check(problem, weights, f"launch plan {config}", config=config)
     second = bmm1.run_problem(problem, weights, config=config)
@@ -321,7 +326,7 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
         pytest.skip("two_partials is the accurate precision's (the fast one refuses it: test_sm90)")
     if config.warp_specialized and not weights.fast:
         pytest.skip("warp_specialized runs the fast precision only (others are refused by name: test_sm90)")
-    problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
+    problem = _every_width_problem(params)
     out = _check(problem, weights, f"launch plan {config}", config=config)
     if config.warp_specialized and not config.split_k:
         table = bmm1.run_problem(problem, weights, config=_sm90.TABLES[weights.precision][-1][1])
@@ -360,7 +365,7 @@ def fp8_layout(params):
 @pytest.mark.parametrize("fast_entry", range(len(_sm90.FAST_CONFIGS)))
 def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, fast_entry):
     """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout."""
-    problem = _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
+    problem = _every_width_problem(params)
     _both_layouts(problem, fp8_layout, FP8_LAYOUT_PLANS[fast_entry], "tile widths, layout fp8")
 
 
