@@ -290,8 +290,9 @@ def _baselines(layout: str) -> Path:
 def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     """The fast gate's baseline in a weight layout against the bar: its summary lines and its per-case table (the fp8
     layout's: the cases whose config reads its bytes; the others run the mxfp4 layout's kernel)."""
-    paths = sorted(_baselines(layout).glob("*.json"))
-    newest = {b["name"]: b["extra_info"] for p in paths for b in json.loads(p.read_text())["benchmarks"]}
+    saves = {p: json.loads(p.read_text())["benchmarks"] for p in sorted(_baselines(layout).glob("*.json"))}
+    paths = list(saves)
+    newest = {b["name"]: b["extra_info"] for benchmarks in saves.values() for b in benchmarks}
     rows = list(newest.values())  # each test from the newest file holding it, as the gate judges it
     ladder = summarize([r for r in rows if "decode" not in r["case"]])
     decode = summarize([r for r in rows if "decode" in r["case"]])
@@ -309,7 +310,7 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     summary = [
         f"The fast gate's baseline{' in the fp8 layout' if option else ''} ({names}: `pytest suites/test_benchmark.py "
         f"--gpu hopper --precision fast{option} --benchmark-save=NAME`, triton_kernels on PYTHONPATH"
-        f"{_newer_saves(paths)}), against the bar:",
+        f"{_newer_saves(saves)}), against the bar:",
         "",
         f"- {ladder['cases']} ladder cases: {ladder['geomean_speedup']:.2f}x triton_kernels in geometric mean (min "
         f"{ladder['min_speedup']:.2f}x, slower on {ladder['cases_slower_than_peer']}; the bar 1.8x); "
@@ -340,11 +341,12 @@ NEWER_SAVES = {
 }
 
 
-def _newer_saves(paths: list[Path]) -> str:
-    """What the files after a folder's first hold, and why they were saved (NEWER_SAVES)."""
+def _newer_saves(saves: dict[Path, list[dict]]) -> str:
+    """What the files after a folder's first hold (file -> its benchmarks, oldest first), and why they were saved
+    (NEWER_SAVES)."""
     later = []
-    for p in paths[1:]:
-        batches = sorted({b["extra_info"]["batch"] for b in json.loads(p.read_text())["benchmarks"]})
+    for p, benchmarks in list(saves.items())[1:]:
+        batches = sorted({b["extra_info"]["batch"] for b in benchmarks})
         if p.name[:4] not in NEWER_SAVES:
             raise ValueError(f"{p}: NEWER_SAVES does not say why it was saved")
         later.append(f"`{p.name}` the cases at batch {','.join(map(str, batches))} (`--batch-sizes` those), "
@@ -408,7 +410,6 @@ def _layout_sweep(name: str) -> list[str]:
     """A sweep of configs on both weight layouts (tools/sweep_sm90.py --layouts mxfp4,fp8, JSON): per case and config,
     each layout's time and fp8's over mxfp4's."""
     rows = json.loads((FAST / name).read_text())
-
     configs = list(dict.fromkeys(_sweep_label(r) for r in rows))
     us = {(r["case"], _sweep_label(r), r["layout"]): r["us"] for r in rows}
     if len(us) != len(rows):
