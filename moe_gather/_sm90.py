@@ -646,12 +646,13 @@ def _split_ptrs(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr
 
 
 @gluon.jit
-def _hand_in(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
-    """Store this split's sum (the slice's rows only) and count it in; True for the tile's last split to arrive,
-    which sets the count back to zero for the next launch. One thread counts (Triton predicates a scalar atomic):
+def _hand_in(acc, call: _Call, ptrs, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
+    """Store this split's sum (the slice's rows only; `ptrs`: _split_ptrs') and count it in; True for the tile's last
+    split to arrive, which sets the count back to zero for the next launch. One thread counts (Triton predicates a
+    scalar atomic):
     every thread's stores are ordered before it by the CTA barrier and the atomic's release; the last split's loads
     after its acquire by the barrier through which Triton shares the atomic's result."""
-    base, offs, rows = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
+    base, offs, rows = ptrs
     gl.store(base + call.split * (acc.shape[0] * WS_M) + offs, acc, mask=rows)
     gl.thread_barrier()
     arrived = gl.atomic_add(call.arrivals + call.tile, 1, sem="acq_rel", scope="gpu")
@@ -662,10 +663,10 @@ def _hand_in(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
 
 
 @gluon.jit
-def _sum_splits(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
+def _sum_splits(acc, call: _Call, ptrs, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
     """The tile's sum: its splits' added in split order whichever arrived last (deterministic), this program's own
-    from its registers."""
-    base, offs, rows = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
+    from its registers; `ptrs`: _split_ptrs'."""
+    base, offs, rows = ptrs
     split = call.split
     stride: gl.constexpr = acc.shape[0] * WS_M
     total = gl.where(split == 0, acc, gl.load(base + offs, mask=rows & (split != 0), other=0.0, cache_modifier=".cg"))
@@ -829,8 +830,9 @@ def _tile(
     ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0
     ACC_TIMES: gl.constexpr = 64.0 if not F16 and not FAST else 1.0  # the bit-spread encoding's 2 ** -6 (exact)
     if K_SPLITS > 1:  # the last of the tile's programs to finish adds the sums and runs the epilogue
-        if _hand_in(acc, call, m0, K_SPLITS, WS_M):
-            _store(_sum_splits(acc, call, m0, K_SPLITS, WS_M), call, row0, m0, N, ACC_TIMES, ACC_SCALE)
+        ptrs = _split_ptrs(acc, call, m0, K_SPLITS, WS_M)
+        if _hand_in(acc, call, ptrs, K_SPLITS, WS_M):
+            _store(_sum_splits(acc, call, ptrs, K_SPLITS, WS_M), call, row0, m0, N, ACC_TIMES, ACC_SCALE)
     else:
         _store(acc, call, row0, m0, N, ACC_TIMES, ACC_SCALE)
     if TAIL_ROWS:  # (the fp8 paths only)
