@@ -649,9 +649,8 @@ def _split_ptrs(acc, call: _Call, m0, K_SPLITS: gl.constexpr, WS_M: gl.constexpr
 def _hand_in(acc, call: _Call, ptrs, K_SPLITS: gl.constexpr, WS_M: gl.constexpr):
     """Store this split's sum (the slice's rows only; `ptrs`: _split_ptrs') and count it in; True for the tile's last
     split to arrive, which sets the count back to zero for the next launch. One thread counts (Triton predicates a
-    scalar atomic):
-    every thread's stores are ordered before it by the CTA barrier and the atomic's release; the last split's loads
-    after its acquire by the barrier through which Triton shares the atomic's result."""
+    scalar atomic): every thread's stores are ordered before it by the CTA barrier and the atomic's release; the last
+    split's loads after its acquire by the barrier through which Triton shares the atomic's result."""
     base, offs, rows = ptrs
     gl.store(base + call.split * (acc.shape[0] * WS_M) + offs, acc, mask=rows)
     gl.thread_barrier()
