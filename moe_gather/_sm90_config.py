@@ -153,10 +153,30 @@ DEFAULT_PRECISION = "accurate"
 FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides fields of every choice (tests, sweeps)
 
 
+# Decode: a call of at most `rows` rows (RaggedMetadata.tokens, known on the host) runs at most that many experts, each
+# tile a long K chain on few programs; the table's first entry then splits each tile's K tiles between programs.
+# Per precision, (rows of the call up to which, k_splits); beyond the last, none (docs/sm90.md, "Decode"). The fast
+# precision takes 2 splits throughout: at 3 its first entry spills 16 bytes, for a gain within the runs' spread.
+DECODE_SPLITS = {"accurate": ((2, 3), (4, 2)), "fast": ((4, 2),)}
+
+
+def decode_splits(tokens: int, precision: str = "accurate") -> int:
+    """The k_splits of a call of `tokens` rows at `precision`: its DECODE_SPLITS' first that holds it, else 1."""
+    return next((splits for rows, splits in DECODE_SPLITS[precision] if 0 < tokens <= rows), 1)
+
+
 def select_config(ragged, precision: str = "accurate") -> Sm90Config:
     """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size) at `precision`
-    ("accurate" or "fast")."""
-    return choose(TABLES[precision], ragged.local_slice_size, FORCE_ENV, f"sm90 {precision}")
+    ("accurate" or "fast"), its K tiles split where the call has decode's few rows (DECODE_SPLITS)."""
+    splits = decode_splits(ragged.tokens, precision)
+    fields = {"k_splits": splits} if splits > 1 else {}
+    return choose(TABLES[precision], ragged.local_slice_size, FORCE_ENV, f"sm90 {precision}", **fields)
+
+
+def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
+    """The configs select_config makes by DECODE_SPLITS (the first entry's, with each k_splits): with the table's,
+    every config a call at `precision` can run (the compile, sanitizer and GPU tests cover them)."""
+    return tuple(replace(TABLES[precision][0][1], k_splits=splits) for _, splits in DECODE_SPLITS[precision])
 
 
 def f16_config(config: Sm90Config) -> Sm90Config:

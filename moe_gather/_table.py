@@ -16,10 +16,12 @@ def lookup(table, slice_size: int):
     return next(c for limit, c in table if slice_size <= limit)
 
 
-def choose(table, slice_size: int, force_env: str, arch: str):
-    """The table's config for `slice_size`; `force_env` (e.g. "block_m=16,num_stages=2") overrides fields
-    of every choice, for tests and sweeps."""
+def choose(table, slice_size: int, force_env: str, arch: str, **fields):
+    """The table's config for `slice_size` with `fields` replaced (a rule beside the table's key); `force_env`
+    (e.g. "block_m=16,num_stages=2") overrides fields of every choice, for tests and sweeps."""
     config = lookup(table, slice_size)
+    if fields:
+        config = replace(config, **fields)
     if forced := os.environ.get(force_env):
         config = replace(config, **parse_fields(forced))
     if os.environ.get(PRINT_ENV):

@@ -103,57 +103,65 @@ class RaggedMetadata:
         on gpt-oss-120b: 244 local rows, 15 per slice, where batch * top_k / num_experts is 128)."""
         return -(-self.tokens // max(self.n_slices, 1))
 
+    def _once(self, key, make):
+        """make() once per key, kept for the calls after; a value made under a CUDA graph's capture exists only in that
+        graph's replays, and is not kept (an eager call, or another graph, makes its own)."""
+        if key in self._buckets:
+            return self._buckets[key]
+        value = make()
+        if not (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()):
+            self._buckets[key] = value
+        return value
+
     def bucket_schedules(self, split_at: int, small_m: int, large_m: int):
         """Two schedules over the slices for skewed routing, where one hot expert holds many rows and the rest few:
         slices of at most `split_at` rows tiled by small_m, the larger ones by large_m (each schedule leaves the
         other's slices out). On the device, without a sync; computed once per argument set (so that a CUDA graph
         captured after a first call replays no host work)."""
-        key = (split_at, small_m, large_m)
-        if key not in self._buckets:
+
+        def make():
             n, tokens, small = self.n_slices, self.tokens, self.slice_sizes <= split_at
             few = min(n, tokens // (split_at + 1))  # slices that can hold more than split_at rows
             small_bound = min(max_blocks(n, tokens, small_m), n * -(-split_at // small_m))
-            self._buckets[key] = (
+            return (
                 _tile(torch.where(small, self.slice_sizes, 0), small_m, small_bound, tokens)[1],
                 _tile(torch.where(small, 0, self.slice_sizes), large_m, max_blocks(few, tokens, large_m), tokens)[1],
             )
-        return self._buckets[key]
+
+        return self._once((split_at, small_m, large_m), make)
 
     def schedule(self, block_m: int, extra: int = 0) -> torch.Tensor:
         """block_schedule[block_m], or with `extra` the schedule whose slices' last tiles take up to `extra` rows
         past block_m instead of a tile of their own (Sm90Config.tail_rows; on the device, without a sync, once)."""
         if not extra:
             return self.block_schedule[block_m]
-        key = ("schedule", block_m, extra)
-        if key not in self._buckets:
-            bound = max_blocks(self.n_slices, self.tokens, block_m)
-            self._buckets[key] = _tile(self.slice_sizes, block_m, bound, self.tokens, extra)[1]
-        return self._buckets[key]
+        bound = max_blocks(self.n_slices, self.tokens, block_m)
+        make = lambda: _tile(self.slice_sizes, block_m, bound, self.tokens, extra)[1]
+        return self._once(("schedule", block_m, extra), make)
 
     def arrivals(self, tiles: int) -> torch.Tensor:
         """int32 zeros [tiles] on the device, made once per metadata: the counters a launch's K splits arrive on (the
         last one of each tile sets its counter back to zero). Launches that share them run in stream order: two
         concurrent launches on one metadata (on two streams) would share counters."""
-        key = ("arrivals", tiles)
-        if key not in self._buckets:
-            self._buckets[key] = torch.zeros(tiles, dtype=torch.int32, device=self.slice_sizes.device)
-        return self._buckets[key]
+        make = lambda: torch.zeros(tiles, dtype=torch.int32, device=self.slice_sizes.device)
+        return self._once(("arrivals", tiles), make)
 
     def widest_first(self, block_m: int, extra: int = 0) -> torch.Tensor:
         """schedule(block_m, extra) ordered by the rows each tile holds, most first (stable: among equals, slices and
         their tiles keep their order), so that slices' last tiles, narrower and cheaper than whole ones, run in the
         grid's last wave. On the device, without a sync; once per (block_m, extra)."""
-        key = ("widest_first", block_m, extra)
-        if key not in self._buckets:
+
+        def make():
             schedule = self.schedule(block_m, extra)
-            if self.n_slices:
-                expert = (schedule & ((1 << SCHEDULE_PID_SHIFT) - 1)).clamp(max=self.n_slices - 1)
-                rows = self.slice_sizes[expert] - (schedule >> SCHEDULE_PID_SHIFT) * block_m
-                rows = torch.where(rows > block_m + extra, block_m, rows)
-                rows = torch.where(schedule == SCHEDULE_UNUSED, -1, rows)
-                schedule = schedule[torch.sort(rows, descending=True, stable=True).indices]
-            self._buckets[key] = schedule
-        return self._buckets[key]
+            if not self.n_slices:
+                return schedule
+            expert = (schedule & ((1 << SCHEDULE_PID_SHIFT) - 1)).clamp(max=self.n_slices - 1)
+            rows = self.slice_sizes[expert] - (schedule >> SCHEDULE_PID_SHIFT) * block_m
+            rows = torch.where(rows > block_m + extra, block_m, rows)
+            rows = torch.where(schedule == SCHEDULE_UNUSED, -1, rows)
+            return schedule[torch.sort(rows, descending=True, stable=True).indices]
+
+        return self._once(("widest_first", block_m, extra), make)
 
 
 def _tile(

@@ -295,6 +295,37 @@ def test_k_splits_are_deterministic_and_leave_their_counters_zero(params, sm90, 
     assert counters and all(int(c.abs().sum()) == 0 for c in counters)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5])
+def test_decode_calls_with_their_k_tiles_split(params, sm90, weights, rows):
+    """Calls of 1-5 rows, all in one slice or one row a slice (as many experts as rows), through the config the table
+    chooses (DECODE_SPLITS: the first entry's K tiles split between programs up to 4 rows): against the reference."""
+    n = MODEL.local_experts
+    for sizes in ([rows] + [0] * (n - 1), [1] * rows + [0] * (n - rows)):
+        problem = _problem(params, batch=rows, routing=_sized_routing(sizes))
+        config = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
+        assert config.k_splits == _sm90.decode_splits(rows, weights.precision) and (config.k_splits > 1) == (rows <= 4)
+        _check(problem, weights, f"{rows} rows in slices {sizes}, {config}")
+
+
+def test_a_decode_call_captured_first_leaves_eager_calls_right(params, sm90, weights):
+    """A decode call's K splits count in on counters its metadata makes once and keeps. Made under a graph's capture,
+    they exist only in its replays (which zero them): the metadata keeps none of what a capture made, so replays and
+    an eager call after them on the same metadata each match the reference."""
+    sizes = [1, 1] + [0] * (MODEL.local_experts - 2)
+    _check(_problem(params, batch=2, routing=_sized_routing(sizes)), weights, "decode")  # compiled before the capture
+    problem = _problem(params, batch=2, routing=_sized_routing(sizes))
+    assert bmm1.select_config(problem.routing.ragged, precision=weights.precision).k_splits > 1
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = bmm1.run_problem(problem, weights)
+    assert not problem.routing.ragged._buckets, "nothing made under the capture is kept"
+    for replay in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        check_against(reference_for(problem).out, out, kernel_tolerance(weights.precision, "seed"), f"replay {replay}")
+    _check(problem, weights, "decode, eager after a capture")
+
+
 # The fast precision's K tiles in pairs (the accurate precision runs it as a plain parity-ring loop).
 FAST_PAIRS_PLAN = _sm90.Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=2)
 

@@ -267,6 +267,24 @@ def test_narrow_is_zero_one_or_two_halvings():
         _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=3)
 
 
+@pytest.mark.parametrize("precision", ["accurate", "fast"])
+def test_decode_calls_split_their_k_tiles(precision, monkeypatch):
+    """A call of at most 4 rows runs at most 4 experts: the first entry with its K tiles split as DECODE_SPLITS says,
+    by the call's rows alone, however they fall into slices; none, or 5 and more, the table's entry as it is.
+    MOE_GATHER_SM90_FORCE still overrides it."""
+    first = _sm90.TABLES[precision][0][1]
+    splits = {"accurate": [1, 3, 3, 2, 2, 1, 1], "fast": [1, 2, 2, 2, 2, 1, 1]}[precision]  # by rows, 0 to 6
+    for n_slices in (1, 16, 32):
+        for rows in range(7):
+            for sizes in ([rows] + [0] * (n_slices - 1), [1] * min(rows, n_slices) + [0] * (n_slices - rows)):
+                sizes[0] += rows - sum(sizes)
+                ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), rows, 1)
+                assert _sm90.select_config(ragged, precision) == replace(first, k_splits=splits[rows]), sizes
+    assert set(_sm90.decode_configs(precision)) == {replace(first, k_splits=k) for k in splits if k > 1}
+    monkeypatch.setenv(_sm90.FORCE_ENV, "k_splits=1")
+    assert _sm90.select_config(make_ragged_metadata(torch.tensor([1, 0], dtype=torch.int32), 1, 1), precision) == first
+
+
 def test_forced_fields_override_every_table_choice(monkeypatch):
     """MOE_GATHER_SM90_FORCE (tests, sweeps, sanitize runs): the named fields replace every entry's, None included."""
     from moe_gather._table import choose
@@ -319,12 +337,12 @@ def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False, fa
 
 
 def _launches():
-    """Every launch the table can make (each tile of each config) on the fp8 path, with the exact e8m0 0 scale
-    (Sm90Weights.zero_scale) too, and on the fp16 path (as the launcher runs it: _sm90.f16_config)."""
-    configs = sorted({c for _, c in _sm90.CONFIGS}, key=str)
+    """Every launch a call can make (each tile of each table entry and decode config) on the fp8 path, with the exact
+    e8m0 0 scale (Sm90Weights.zero_scale) too, and on the fp16 path (as the launcher runs it: _sm90.f16_config)."""
+    configs = sorted({c for _, c in _sm90.CONFIGS} | set(_sm90.decode_configs("accurate")), key=str)
     fp8 = [(c, tile, path) for c in configs for tile in range(len(c.tiles)) for path in ("fp8", "zero-scale")]
     f16 = {_sm90.f16_config(c) for c in configs}
-    fast = [(c, 0, "fast") for _, c in _sm90.FAST_CONFIGS]
+    fast = [(c, 0, "fast") for c in (*(c for _, c in _sm90.FAST_CONFIGS), *_sm90.decode_configs("fast"))]
     return fp8 + [(c, 0, "f16") for c in sorted(f16, key=str)] + fast
 
 
@@ -341,6 +359,8 @@ def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_
     mma = ".f16.f16" if path == "f16" else ".e4m3.e4m3"  # fp8 wgmma, or fp16 (wide block-scale spreads)
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
     assert "cp.async.cg.shared.global" in ptx
+    if config.k_splits > 1:  # the hand-in: one thread counts the program's split in
+        assert re.search(r"atom\.global\.gpu\.acq_rel\.add\.u32", ptx)
     report = ptxas_report(ptx, "sm_90a", tmp_path)
     assert spilled_bytes(report) <= SPILL_BUDGET.get((config.block_m, path), 0), report
     assert kernel.metadata.shared <= 227 * 1024
@@ -512,7 +532,7 @@ def _launch(w, sizes, config):
 )
 def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision):
     """tools/sanitize.sh's cases (each drawn on its own model: a narrowed N draws another routing) give each tool a
-    case on every entry of the precision's table, by the rows per local slice that choose it."""
+    case on every config a call at the precision can run: each entry of its table, and each decode config."""
     from moe_gather.problem import Case, local_shard, make_logits
     from moe_gather.routing import route
 
@@ -520,17 +540,15 @@ def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision):
     spec = importlib.util.spec_from_file_location("sanitize_case", tools / "sanitize_case.py")
     sanitize_case = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sanitize_case)
-    entries = {}
+    chosen = {}
     for tool, routing, batch, n in sanitize_case.read_cases(tools / cases):
         model = sanitize_case.case_model(n)  # a narrowed N draws another routing
         case = Case(model, routing, batch)
         logits = make_logits(routing, case.batch, model.num_experts, model.top_k, case.routing_seed)
-        rows = route(logits, model.top_k, model.num_shards, local_shard(model)).ragged.local_slice_size
-        entries.setdefault(tool, set()).add(
-            next(i for i, (limit, _) in enumerate(_sm90.TABLES[precision]) if rows <= limit)
-        )
-    every = set(range(len(_sm90.TABLES[precision])))
-    assert entries == {tool: every for tool in ("memcheck", "racecheck", "synccheck")}
+        ragged = route(logits, model.top_k, model.num_shards, local_shard(model)).ragged
+        chosen.setdefault(tool, set()).add(_sm90.select_config(ragged, precision))
+    every = {c for _, c in _sm90.TABLES[precision]} | set(_sm90.decode_configs(precision))
+    assert chosen == {tool: every for tool in ("memcheck", "racecheck", "synccheck")}
 
 
 SPLIT_K_CONFIG = _sm90.Sm90Config(16, 6, 8, maxnreg=80, warp_specialized=True, split_k=True)

@@ -338,6 +338,7 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
 # Why a baselines folder holds a save after its first (the gate judges each case against the newest file holding it).
 NEWER_SAVES = {
     "0002": "saved when the table's block_m 64 entry took over from 25 rows per slice, four of them with a new config",
+    "0003": "saved when calls of up to 4 rows took their K tiles split between programs (DECODE_SPLITS)",
 }
 
 
@@ -346,11 +347,14 @@ def _newer_saves(saves: dict[Path, list[dict]]) -> str:
     (NEWER_SAVES)."""
     later = []
     for p, benchmarks in list(saves.items())[1:]:
-        batches = sorted({b["extra_info"]["batch"] for b in benchmarks})
         if p.name[:4] not in NEWER_SAVES:
             raise ValueError(f"{p}: NEWER_SAVES does not say why it was saved")
-        later.append(f"`{p.name}` the cases at batch {','.join(map(str, batches))} (`--batch-sizes` those), "
-                     f"{NEWER_SAVES[p.name[:4]]}")  # fmt: skip
+        if all("decode" in b["extra_info"]["case"] for b in benchmarks):
+            which = "the decode cases (`-k decode`)"
+        else:
+            batches = sorted({b["extra_info"]["batch"] for b in benchmarks})
+            which = f"the cases at batch {','.join(map(str, batches))} (`--batch-sizes` those)"
+        later.append(f"`{p.name}` {which}, {NEWER_SAVES[p.name[:4]]}")
     return "".join(f"; {text}" for text in later)
 
 

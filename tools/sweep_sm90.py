@@ -3,6 +3,7 @@
     python3 tools/sweep_sm90.py [--cases uniform-bs128,...] [--model gpt-oss-20b] [--json out.json] [--split]
         [--block-m 64,128]
     python3 tools/sweep_sm90.py --configs "block_m=32;block_m=64,maxnreg=128" --cases uniform-bs2560 [--precision fast]
+    python3 tools/sweep_sm90.py --configs "..." --cases zipf-decode-bs1,uniform-decode-bs2  (the suite's decode cases)
 
 Each config is forced through moe_bmm1(config=...) and timed sustained (moe_gather.benchmarking.sustained_seconds);
 one line per (case, config). List configs twice ('A;B;A;B') to interleave them.
@@ -68,7 +69,9 @@ def main():
     rows = []
     for name in args.cases.split(","):
         routing, batch = name.split("-bs")
-        problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
+        decode = routing.endswith("-decode")  # "zipf-decode-bs1": the suite's decode case, not the ladder's bs1
+        case = Case(model, routing.removesuffix("-decode"), int(batch), decode=decode)
+        problem = make_problem(case, "cuda", params)
         ref = reference_for(problem).out
         table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
@@ -90,7 +93,7 @@ def main():
                 max_err, rms_err = float("nan"), float("nan")
                 print("  ", str(e)[:200])
             us = sustained_seconds(graphed(call)) * 1e6
-            row = {"case": name, **asdict(config), "layout": layout, "us": us,
+            row = {"case": name, "tokens": problem.routing.ragged.tokens, **asdict(config), "layout": layout, "us": us,
                    "bitwise": agreement.bitwise_equal_fraction, "max_ulp": agreement.max_ulp, "max_err": max_err,
                    "rms_err": rms_err}  # fmt: skip
             rows.append(row)
