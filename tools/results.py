@@ -369,6 +369,9 @@ def _sweep_label(r: dict) -> str:
         + (" fp8 layout" if r.get("fp8_layout") else "")
         + (f" narrow_last_tile={r['narrow_last_tile']}" if r["narrow_last_tile"] != 2 else "")
         + (" widest first" if r["widest_first"] else "")
+        + (" split_k" if r.get("split_k") else " warp-specialized" if r.get("warp_specialized") else "")
+        + (" persistent" if r.get("persistent") else "")
+        + (f" k_splits {r['k_splits']}" if r.get("k_splits", 1) > 1 else "")
     )
 
 
@@ -392,6 +395,15 @@ def _config_sweep(name: str) -> list[str]:
         cells = [f"{rows[0]['us']:.1f}", *(f"{r['us']:.1f} | {r['us'] / first:.3f}" for r in rows[1:])]
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _decode_rows() -> str:
+    """The rows of each case of the decode sweeps (tools/sweep_sm90.py records them), as "case: rows" items."""
+    rows = {}
+    for name in ("decode_fast_120b", "decode_fast_20b"):
+        model = name.split("_")[-1]
+        rows |= {f"{model} {r['case']}": r["tokens"] for r in json.loads((FAST / f"sweep_{name}.json").read_text())}
+    return ", ".join(f"{case} {n}" for case, n in rows.items())
 
 
 def _fp8_20b() -> list[str]:
@@ -671,6 +683,21 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_boundary_large.json"),
         "",
+        "- `sweep_tail32.json`, 40-227 rows per slice: the block_m 64 entry's tail rows 16 (run first and last) "
+        "against 32, at 128 registers and uncapped:",
+        "",
+        *_config_sweep("sweep_tail32.json"),
+        "",
+        "Decode: calls of 1-16 rows (`sweep_decode_*.json`, the words alone: `--layouts mxfp4`), the first entry "
+        "(run first and last) against its K tiles split between programs (k_splits) and, fast only, the "
+        "warp-specialized tile's split_k form; the table splits calls of at most 4 rows (`DECODE_SPLITS`). Rows of "
+        "each case: " + _decode_rows() + ".",
+        "",
+        *(
+            line
+            for name in ("decode_fast_120b", "decode_fast_20b", "decode_accurate_120b", "decode_accurate_20b")
+            for line in (f"- `sweep_{name}.json`:", "", *_config_sweep(f"sweep_{name}.json"), "")
+        ),
         "## The fp8 layout",
         "",
         "`prepare_weights(..., precision=\"fast\", layout=\"fp8\")` holds the fold's e4m3 bytes beside the packed "
