@@ -787,6 +787,14 @@ def fast() -> str:
         "",
         *_sanitize_table(FAST / "sanitize.log"),
         "",
+        "Decode calls of up to 4 rows split their K tiles (`DECODE_SPLITS`); the tests that run them, at each "
+        f"precision: accurate {_closing(FAST / 'decode_edges_accurate.log')}, fast "
+        f"{_closing(FAST / 'decode_edges_fast.log')} (`decode_edges_*.log`: `pytest suites/test_kernel_edges.py "
+        "suites/test_kernel.py suites/test_reliability.py --gpu hopper --precision P --model all -k 'decode or "
+        "off_the_ladder or one_row or through_k_splits or k_splits_are'`: both models' decode cases with guard zones "
+        "and three-run determinism, calls of 1-5 rows, a graph captured on a first decode call, K ending anywhere "
+        "through 4 splits).",
+        "",
         f"The warp-specialized tile's split_k form (opt-in), K ending anywhere: {_closing(FAST / 'split_k_edges.log')} "
         "(`split_k_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k "
         "through_split_k`; its opt-in plans ran in `k_splits_edges_fast.log`, above); compute-sanitizer on a decode "
