@@ -155,7 +155,8 @@ FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides 
 
 # Decode: a call of at most `rows` rows (RaggedMetadata.tokens, known on the host) runs at most that many experts, each
 # tile a long K chain on few programs; the table's first entry then splits each tile's K tiles between programs.
-# Per precision, (rows of the call up to which, k_splits); beyond the last, none (docs/sm90.md, "Decode"). The fast
+# Per precision, (rows of the call up to which, k_splits); beyond the last, none (docs/sm90.md, "Decode: what bounds
+# it"). The fp16 path runs its K tiles on one program (f16_config). The fast
 # precision takes 2 splits throughout: at 3 its first entry spills 16 bytes, for a gain within the runs' spread.
 DECODE_SPLITS = {"accurate": ((2, 3), (4, 2)), "fast": ((4, 2),)}
 
@@ -181,7 +182,7 @@ def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
 
 def f16_config(config: Sm90Config) -> Sm90Config:
     """What the fp16 path runs for `config`: at most F16_MAX_BLOCK_M tokens per tile, no register cap (its block_m 64
-    tile needs 142 registers; capped at 128 it spills)."""
+    tile needs 142 registers; capped at 128 it spills), its K tiles on one program (k_splits is not measured there)."""
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_stages=config.large_num_stages)
-    return replace(config, maxnreg=None, tail_rows=0)
+    return replace(config, maxnreg=None, tail_rows=0, k_splits=1)

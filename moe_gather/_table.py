@@ -18,12 +18,15 @@ def lookup(table, slice_size: int):
 
 def choose(table, slice_size: int, force_env: str, arch: str, **fields):
     """The table's config for `slice_size` with `fields` replaced (a rule beside the table's key); `force_env`
-    (e.g. "block_m=16,num_stages=2") overrides fields of every choice, for tests and sweeps."""
-    config = lookup(table, slice_size)
-    if fields:
-        config = replace(config, **fields)
+    (e.g. "block_m=16,num_stages=2") overrides fields of every choice, for tests and sweeps, and drops the rule's
+    where the two do not go together (a forced field the config refuses beside them)."""
+    entry = lookup(table, slice_size)
+    config = replace(entry, **fields) if fields else entry
     if forced := os.environ.get(force_env):
-        config = replace(config, **parse_fields(forced))
+        try:
+            config = replace(config, **parse_fields(forced))
+        except ValueError:
+            config = replace(entry, **parse_fields(forced))  # still refused: the forced fields alone are wrong
     if os.environ.get(PRINT_ENV):
         print(f"moe_gather {arch}: slice_size={slice_size} -> {config}", flush=True)
     return config

@@ -247,7 +247,8 @@ def moe_bmm1(
     Contract, checked only with MOE_GATHER_DEBUG=1 (the checks read device memory: a sync, and no CUDA graph
     capture): x_scale and out_scale finite and positive, gather_indx values in [0, batch), ragged.slice_sizes
     summing to the tokens. NaN and Inf in x or bias behave as the golden reference states (NaN propagates; see
-    moe_gather.reference).
+    moe_gather.reference). Calls that share one `ragged` run in stream order: on Hopper a call of at most 4 rows
+    splits its K tiles between programs, which count in on counters the metadata keeps.
     """
     tokens, half_n, kernel = check_arguments(
         x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, precision

@@ -90,7 +90,7 @@ class RaggedMetadata:
     tokens: int  # rows of this call: sum of slice_sizes, the gather indices' length
     block_offs: dict[int, torch.Tensor] = field(repr=False)  # BLOCK_M -> int32 [E + 1], prefix sum of cdiv
     block_schedule: dict[int, torch.Tensor] = field(repr=False)  # BLOCK_M -> int32 [max_blocks]: slice | pid_m << 16
-    _buckets: dict = field(default_factory=dict, repr=False, compare=False)  # bucket_schedules, widest_first: once each
+    _buckets: dict = field(default_factory=dict, repr=False, compare=False)  # what _once keeps
 
     @property
     def n_slices(self) -> int:

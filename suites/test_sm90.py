@@ -271,7 +271,8 @@ def test_narrow_is_zero_one_or_two_halvings():
 def test_decode_calls_split_their_k_tiles(precision, monkeypatch):
     """A call of at most 4 rows runs at most 4 experts: the first entry with its K tiles split as DECODE_SPLITS says,
     by the call's rows alone, however they fall into slices; none, or 5 and more, the table's entry as it is.
-    MOE_GATHER_SM90_FORCE still overrides it."""
+    MOE_GATHER_SM90_FORCE still overrides it, and drops the split where a forced field refuses it; the fp16 path
+    runs its K tiles on one program."""
     first = _sm90.TABLES[precision][0][1]
     splits = {"accurate": [1, 3, 3, 2, 2, 1, 1], "fast": [1, 2, 2, 2, 2, 1, 1]}[precision]  # by rows, 0 to 6
     for n_slices in (1, 16, 32):
@@ -281,8 +282,18 @@ def test_decode_calls_split_their_k_tiles(precision, monkeypatch):
                 ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), rows, 1)
                 assert _sm90.select_config(ragged, precision) == replace(first, k_splits=splits[rows]), sizes
     assert set(_sm90.decode_configs(precision)) == {replace(first, k_splits=k) for k in splits if k > 1}
-    monkeypatch.setenv(_sm90.FORCE_ENV, "k_splits=1")
-    assert _sm90.select_config(make_ragged_metadata(torch.tensor([1, 0], dtype=torch.int32), 1, 1), precision) == first
+    assert all(_sm90.f16_config(c).k_splits == 1 for c in _sm90.decode_configs(precision))
+    one_row = make_ragged_metadata(torch.tensor([1, 0], dtype=torch.int32), 1, 1)
+    for forced, expected in (
+        ("k_splits=1", first),
+        ("num_stages=6", replace(first, num_stages=6, k_splits=splits[1])),
+        ("tail_rows=16", replace(first, tail_rows=16)),  # tail rows refuse k_splits: the split goes
+    ):
+        monkeypatch.setenv(_sm90.FORCE_ENV, forced)
+        assert _sm90.select_config(one_row, precision) == expected
+    monkeypatch.setenv(_sm90.FORCE_ENV, "tail_rows=3")  # wrong on its own: still refused
+    with pytest.raises(ValueError, match="tail_rows is 0 or a power of two"):
+        _sm90.select_config(one_row, precision)
 
 
 def test_forced_fields_override_every_table_choice(monkeypatch):

@@ -530,8 +530,9 @@ def _k_splits() -> list[str]:
         regions = ncu_regions.summary(FAST / f"{name}.csv").replace("\n", "; ")
         profiles.append(f"- {label} (`{name}.csv`, `{name}.txt`): {duration} us under ncu; {regions}.")
     return [
-        "Each tile's K tiles split between programs, the last to finish adding their sums (opt-in, "
-        "`Sm90Config.k_splits`), on the fast table's first entry. Suite timing, us (`sweep_k_splits.json`: "
+        "Each tile's K tiles split between programs, the last to finish adding their sums (`Sm90Config.k_splits`; "
+        "the table takes it for calls of at most 4 rows, `DECODE_SPLITS`), on the fast table's first entry. Suite "
+        "timing, us (`sweep_k_splits.json`: "
         '`python tools/sweep_sm90.py --precision fast --cases ... --configs "E0;E0,k_splits=2;..." --json ...`, E0 '
         "the entry's fields):",
         "",
