@@ -272,11 +272,18 @@ def test_k_ending_anywhere_through_split_k(params, sm90, config, k):
     _check(problem, weights, f"K = {k}, {config}", config=config)
 
 
+# The first entry at 4 splits, and at the decode rule's 2 and 3 (DECODE_SPLITS: both tables' first entries are alike).
+FIRST_ENTRY_SPLITS = list(
+    dict.fromkeys((K_SPLITS_PLANS[0], *_sm90.decode_configs("accurate"), *_sm90.decode_configs("fast")))
+)
+
+
 @pytest.mark.parametrize("k", [32, 256, 384, 576, 640, 2816, 2880, 2912, 2944])
-@pytest.mark.parametrize("config", K_SPLITS_PLANS[:1], ids=str)
+@pytest.mark.parametrize("config", FIRST_ENTRY_SPLITS, ids=str)
 def test_k_ending_anywhere_through_k_splits(params, sm90, precision, config, k):
-    """k_splits 4 where K has 1 tile (no split), 2 and 3 (one each), 5 as 2, 2 and a partial tile alone (576) or a
-    whole one (640), 22 whole, 23 with a partial last tile (2880, 2912) and 23 whole (2944)."""
+    """The first entry's splits where K has 1 tile (no split), 2 and 3 (one each, or fewer splits), 5 (4 splits: 2, 2
+    and a partial tile alone at 576 or a whole one at 640; 3: 2, 2, 1; 2: 3, 2), 22 whole, 23 with a partial last tile
+    (2880, 2912) and 23 whole (2944)."""
     problem, weights = _k_problem(k, precision)
     _check(problem, weights, f"K = {k}, {config}", config=config)
 
