@@ -38,7 +38,6 @@ from triton.language.core import _aggregate as aggregate
 from ._epilogue import swiglu_store
 from ._sm90_config import (
     CONFIGS,
-    DECODE_SPLITS,
     DEFAULT_PRECISION,
     F16_MAX_BLOCK_M,
     FAST_CONFIGS,
@@ -46,7 +45,6 @@ from ._sm90_config import (
     TABLES,
     Sm90Config,
     decode_configs,
-    decode_splits,
     f16_config,
     select_config,
 )
@@ -72,9 +70,9 @@ from ._sm90_layout import (
 from .mxfp4 import MX_BLOCK
 
 __all__ = [
-    "CONFIGS", "DECODE_SPLITS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_TABLE_HI",
-    "FAST_TABLE_LO", "FAST_WINDOW", "FORCE_ENV", "LAYOUTS", "PRECISIONS", "TABLES",
-    "FoldError", "Sm90Config", "Sm90Weights", "decode_configs", "decode_splits", "emulate_dequant",
+    "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_TABLE_HI", "FAST_TABLE_LO",
+    "FAST_WINDOW", "FORCE_ENV", "LAYOUTS", "PRECISIONS", "TABLES",
+    "FoldError", "Sm90Config", "Sm90Weights", "decode_configs", "emulate_dequant",
     "f16_config", "launch", "layout_refusal", "prepare_for", "prepare_weights", "row_major_words", "select_config",
 ]  # fmt: skip
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals

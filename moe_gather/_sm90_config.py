@@ -161,15 +161,10 @@ FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides 
 DECODE_SPLITS = {"accurate": ((2, 3), (4, 2)), "fast": ((4, 2),)}
 
 
-def decode_splits(tokens: int, precision: str = "accurate") -> int:
-    """The k_splits of a call of `tokens` rows at `precision`: its DECODE_SPLITS' first that holds it, else 1."""
-    return next((splits for rows, splits in DECODE_SPLITS[precision] if 0 < tokens <= rows), 1)
-
-
 def select_config(ragged, precision: str = "accurate") -> Sm90Config:
     """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size) at `precision`
     ("accurate" or "fast"), its K tiles split where the call has decode's few rows (DECODE_SPLITS)."""
-    splits = decode_splits(ragged.tokens, precision)
+    splits = next((s for rows, s in DECODE_SPLITS[precision] if 0 < ragged.tokens <= rows), 1)
     fields = {"k_splits": splits} if splits > 1 else {}
     return choose(TABLES[precision], ragged.local_slice_size, FORCE_ENV, f"sm90 {precision}", **fields)
 

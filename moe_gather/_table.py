@@ -23,10 +23,11 @@ def choose(table, slice_size: int, force_env: str, arch: str, **fields):
     entry = lookup(table, slice_size)
     config = replace(entry, **fields) if fields else entry
     if forced := os.environ.get(force_env):
+        forced = parse_fields(forced)
         try:
-            config = replace(config, **parse_fields(forced))
+            config = replace(config, **forced)
         except ValueError:
-            config = replace(entry, **parse_fields(forced))  # still refused: the forced fields alone are wrong
+            config = replace(entry, **forced)  # still refused: the forced fields alone are wrong
     if os.environ.get(PRINT_ENV):
         print(f"moe_gather {arch}: slice_size={slice_size} -> {config}", flush=True)
     return config

@@ -98,6 +98,13 @@ class Case:
         if self.params not in PARAMS:
             raise ValueError(f"Case: params must be one of {PARAMS}, got {self.params!r}")
 
+    @classmethod
+    def named(cls, model: MoEModel, name: str) -> Case:
+        """`model`'s case a tool names by its id less the model: "zipf-bs8" (a ladder-style batch) or
+        "zipf-decode-bs8" (the decode batch), at the seed's parameters."""
+        routing, batch = name.split("-bs")
+        return cls(model, routing.removesuffix("-decode"), int(batch), decode=routing.endswith("-decode"))
+
     @property
     def routing_id(self) -> str:
         """The id without the parameter set: what the routing is drawn from (a real case routes as its seed twin)."""

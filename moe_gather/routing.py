@@ -135,8 +135,11 @@ class RaggedMetadata:
         past block_m instead of a tile of their own (Sm90Config.tail_rows; on the device, without a sync, once)."""
         if not extra:
             return self.block_schedule[block_m]
-        bound = max_blocks(self.n_slices, self.tokens, block_m)
-        make = lambda: _tile(self.slice_sizes, block_m, bound, self.tokens, extra)[1]
+
+        def make():
+            bound = max_blocks(self.n_slices, self.tokens, block_m)
+            return _tile(self.slice_sizes, block_m, bound, self.tokens, extra)[1]
+
         return self._once(("schedule", block_m, extra), make)
 
     def arrivals(self, tiles: int) -> torch.Tensor:

@@ -237,9 +237,13 @@ def _sized_routing(sizes):
 EVERY_WIDTH = [1, 7, 8, 9, 16, 17, 31, 32, 33, 63, 64, 65, 80, 128, 144, 0]
 
 
+def _sized_problem(params, sizes):
+    """gpt-oss-120b with local slices of `sizes` rows, in one launch."""
+    return _problem(params, batch=sum(sizes), routing=_sized_routing(sizes))
+
+
 def _every_width_problem(params):
-    """gpt-oss-120b with local slices of EVERY_WIDTH rows, in one launch."""
-    return _problem(params, batch=sum(EVERY_WIDTH), routing=_sized_routing(EVERY_WIDTH))
+    return _sized_problem(params, EVERY_WIDTH)
 
 
 def test_every_tile_width_of_each_sm90_entry(params, sm90, weights, entry):
@@ -308,7 +312,7 @@ def test_decode_calls_with_their_k_tiles_split(params, sm90, weights, rows):
     chooses (DECODE_SPLITS: the first entry's K tiles split between programs up to 4 rows): against the reference."""
     n = MODEL.local_experts
     for sizes in ([rows] + [0] * (n - 1), [1] * rows + [0] * (n - rows)):
-        problem = _problem(params, batch=rows, routing=_sized_routing(sizes))
+        problem = _sized_problem(params, sizes)
         config = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         assert (config.k_splits > 1) == (rows <= 4), config
         _check(problem, weights, f"{rows} rows in slices {sizes}, {config}")
@@ -320,8 +324,8 @@ def test_a_decode_call_captured_first_leaves_eager_calls_right(params, sm90, wei
     made, so an eager call between the capture and its first replay, the replays, and an eager call after them on the
     same metadata each match the reference."""
     sizes = [1, 1] + [0] * (MODEL.local_experts - 2)
-    _check(_problem(params, batch=2, routing=_sized_routing(sizes)), weights, "decode")  # compiled before the capture
-    problem = _problem(params, batch=2, routing=_sized_routing(sizes))
+    _check(_sized_problem(params, sizes), weights, "decode")  # compiled before the capture
+    problem = _sized_problem(params, sizes)
     assert bmm1.select_config(problem.routing.ragged, precision=weights.precision).k_splits > 1
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):

@@ -93,3 +93,8 @@ def test_real_pre_activations_sit_at_swiglus_scale(params):
 def test_case_refuses_an_unknown_parameter_set():
     with pytest.raises(ValueError, match="params must be one of"):
         Case(SMALL, "zipf", 8, "realistic")
+
+
+@pytest.mark.parametrize("name", ["zipf-bs8", "uniform-decode-bs2"])
+def test_a_case_named_by_its_id_less_the_model_has_that_id(name):
+    assert Case.named(SMALL, name).id == f"{SMALL.name}-{name}"

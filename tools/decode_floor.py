@@ -89,8 +89,7 @@ def splits():
     params = make_expert_params(model, "cuda")
     weights = bmm1.prepare_weights(params.weights, precision="fast")
     for name in ("uniform-bs2", "zipf-bs1", "uniform-bs8", "zipf-bs8", "uniform-bs64"):
-        routing, batch = name.split("-bs")
-        problem = make_problem(Case(model, routing, int(batch)), "cuda", params)
+        problem = make_problem(Case.named(model, name), "cuda", params)
         table = bmm1.select_config(problem.routing.ragged, precision="fast")
         for s in (1, 2, 4):
             config = dataclasses.replace(table, k_splits=s)

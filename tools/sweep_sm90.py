@@ -68,10 +68,7 @@ def main():
     forced = [replace(base, **parse_fields(item)) for item in args.configs.split(";")] if args.configs else None
     rows = []
     for name in args.cases.split(","):
-        routing, batch = name.split("-bs")
-        decode = routing.endswith("-decode")  # "zipf-decode-bs1": the suite's decode case, not the ladder's bs1
-        case = Case(model, routing.removesuffix("-decode"), int(batch), decode=decode)
-        problem = make_problem(case, "cuda", params)
+        problem = make_problem(Case.named(model, name), "cuda", params)
         ref = reference_for(problem).out
         table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
