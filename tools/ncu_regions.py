@@ -4,6 +4,7 @@
     ncu -i rep.ncu-rep --page source --csv --print-source sass > full.csv
     python3 tools/ncu_regions.py reduce full.csv small.csv   # the columns below, rows run or sampled (results/)
     python3 tools/ncu_regions.py summary small.csv           # instructions and stall samples by region
+    python3 tools/ncu_regions.py hot small.csv               # the same around the loop with the most samples
 
 Regions by address: the loops (each backward branch's span: the K loops), the code before the first (the start:
 schedule, slice and gather loads, the ring's first copies), between two loops (another tile width's or split's
@@ -44,6 +45,36 @@ def _region(address: int, loops: list[tuple[int, int]]) -> str:
     return "end" if address > max(hi for _, hi in loops) else "between"
 
 
+def _stats(span: list[dict], once: int, total: int) -> dict[str, float]:
+    samples = sum(int(r[SAMPLES] or 0) for r in span)
+    stalls = {s: sum(int(r[s] or 0) for r in span) / max(samples, 1) for s in STALLS}
+    return {"instructions": sum(int(r[EXECUTED] or 0) for r in span) / once, "samples": samples / total, **stalls}
+
+
+def _loops(rows: list[dict]) -> list[tuple[int, int]]:
+    return sorted(
+        (int(m[1], 16), int(r["Address"], 16))
+        for r in rows
+        if (m := BRANCH.search(r["Source"])) and int(m[1], 16) < int(r["Address"], 16)
+    )
+
+
+def hot(small: str) -> dict[str, dict[str, float]]:
+    """As regions(), split around the loop with the most samples (a config's main tile): 'before' it (the start,
+    and any other tile width's code placed earlier), 'hot loop', 'after' it (the rest of K, the epilogue)."""
+    with open(small) as f:
+        rows = list(csv.DictReader(f))
+    once, total = int(rows[0][EXECUTED]), sum(int(r[SAMPLES] or 0) for r in rows)
+    spans = [[r for r in rows if lo <= int(r["Address"], 16) <= hi] for lo, hi in _loops(rows)]
+    lo, hi = _loops(rows)[max(range(len(spans)), key=lambda i: sum(int(r[SAMPLES] or 0) for r in spans[i]))]
+    address = [int(r["Address"], 16) for r in rows]
+    return {
+        "before": _stats([r for a, r in zip(address, rows, strict=True) if a < lo], once, total),
+        "hot loop": _stats([r for a, r in zip(address, rows, strict=True) if lo <= a <= hi], once, total),
+        "after": _stats([r for a, r in zip(address, rows, strict=True) if a > hi], once, total),
+    }
+
+
 def regions(small: str) -> dict[str, dict[str, float]]:
     """{'start' | 'loop' | 'between' | 'end': {'instructions': per warp, 'samples': share, stall: share of the
     region}}. Loops are the spans of backward branches; 'between' is code between two loops (another tile width's or
@@ -72,9 +103,9 @@ def regions(small: str) -> dict[str, dict[str, float]]:
     return result
 
 
-def summary(small: str) -> str:
+def summary(small: str, by=None) -> str:
     lines = []
-    for name, r in regions(small).items():
+    for name, r in (by or regions)(small).items():
         top = sorted(STALLS, key=lambda s: -r[s])[:3]
         stalls = ", ".join(f"{s[6:]} {r[s]:.0%}" for s in top)
         share = f"{r['samples']:.0%} of the samples"
@@ -86,4 +117,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "reduce":
         reduce(sys.argv[2], sys.argv[3])
     else:
-        print(summary(sys.argv[2]))
+        print(summary(sys.argv[2], hot if sys.argv[1] == "hot" else regions))

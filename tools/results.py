@@ -502,6 +502,89 @@ SPLITS_LINE = re.compile(
 DURATION = re.compile(r"Duration\s+us\s+([\d.]+)")
 
 
+PROFILED = (("uniform-bs16384", "fp8", "the block_m 128 entry on the fp8 layout"),
+            ("uniform-bs3072", "mxfp4", "the block_m 64 entry"), ("zipf-bs8192", "mxfp4", "the block_m 64 entry"),
+            ("uniform-bs32", "mxfp4", "the first entry"))  # fmt: skip
+SOL = {"us under ncu": r"Duration\s+us\s+([\d.]+)", "SM GHz": r"SM Frequency\s+Ghz\s+([\d.]+)",
+       "busiest pipe": r"(\w+) is the highest-utilized pipeline \(([\d.]+)%\)",
+       "issue slots busy": r"Issue Slots Busy\s+%\s+([\d.]+)",
+       "eligible / active warps a scheduler": r"Eligible Warps Per Scheduler\s+warp\s+([\d.]+)",
+       "L2 throughput": r"L2 Cache Throughput\s+%\s+([\d.]+)", "L2 hit": r"L2 Hit Rate\s+%\s+([\d.]+)",
+       "DRAM throughput": r"DRAM Throughput\s+%\s+([\d.]+)",
+       "registers": r"Registers Per Thread\s+register/thread\s+(\d+)",
+       "achieved warps an SM": r"Achieved Active Warps Per SM\s+warp\s+([\d.]+)"}  # fmt: skip
+ACTIVE = r"Active Warps Per Scheduler\s+warp\s+([\d.]+)"
+NCU_METRIC = re.compile(r"^\s+([a-z0-9_.]+)\s+(\S+)\s+([\d,.]+)\s*$", re.M)
+
+
+def _sol(text: str, name: str) -> str:
+    m = re.search(SOL[name], text)
+    if name == "busiest pipe":
+        return f"{m[1]} {m[2]}%"
+    if name == "eligible / active warps a scheduler":
+        return f"{m[1]} / {re.search(ACTIVE, text)[1]}"
+    return m[1] + ("%" if "%" in SOL[name] else "")
+
+
+def _bounds() -> list[str]:
+    """What bounds each size: Nsight Compute's full set on two cases, the bytes the SMs read from L2 against what
+    plain readers reach, and stall sampling around each case's hottest loop."""
+    full = {(c, lay): (FAST / f"ncu_full_{c}_{lay}.txt").read_text() for c, lay, _ in PROFILED[:2]}
+    sol = [
+        "| case | " + " | ".join(SOL) + " |",
+        "|---|" + "---|" * len(SOL),
+        *(f"| {c} ({lay}) | " + " | ".join(_sol(t, n) for n in SOL) + " |" for (c, lay), t in full.items()),
+    ]
+    moved = []
+    for c, lay, _ in PROFILED[:2]:
+        m = {k: (unit, float(v.replace(",", ""))) for k, unit, v in NCU_METRIC.findall(
+            (FAST / f"ncu_bytes_{c}_{lay}.txt").read_text())}  # fmt: skip
+        ghz, sms = m["sm__cycles_elapsed.avg.per_second"][1], 132
+        rate = m["l1tex__m_xbar2l1tex_read_bytes.sum.per_second"]
+        tbps = rate[1] * {"Tbyte/s": 1, "Gbyte/s": 1e-3}[rate[0]]
+        hit = m["lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum"][1] / m["lts__t_sectors_srcunit_tex_op_read.sum"][1]
+        moved.append(f"{c} ({lay}) {tbps:.2f} TB/s from L2 into the SMs ({tbps * 1e3 / sms / ghz:.0f} bytes a cycle "
+                     f"an SM at {ghz} GHz), {hit:.1%} of its reads hit L2, "
+                     f"{m['dram__bytes_read.sum'][1]:.0f} MB read from DRAM")  # fmt: skip
+    readers = json.loads((FAST / "l2_ceiling.json").read_text())["l2_rows"]
+    reader_rows = [
+        "| programs an SM | warps | TB/s | GB/s an SM |",
+        "|---:|---:|---:|---:|",
+        *(f"| {r['programs_per_sm']} | {r['warps']} | {r['l2_tbps']:.2f} | {r['gbps_per_sm']:.1f} |" for r in readers),
+    ]
+    hot = [
+        f"- {c} ({lay}; {label}: `ncu_{c}_{lay}.csv`, `ncu_{c}_{lay}.txt`): "
+        f"{DURATION.search((FAST / f'ncu_{c}_{lay}.txt').read_text())[1]} us under ncu; "
+        + ncu_regions.summary(FAST / f"ncu_{c}_{lay}.csv", ncu_regions.hot).replace("\n", "; ")
+        + "."
+        for c, lay, label in PROFILED
+    ]
+    return [
+        "One launch of the fast table's choice under Nsight Compute (`ncu --clock-control none --set full "
+        "--kernel-name regex:bmm1 --launch-count 1 python3 tools/sanitize_case.py uniform B`, `PRECISION=fast "
+        "LAYOUT=L`: `ncu_full_*.txt`):",
+        "",
+        *sol,
+        "",
+        "Bytes the SMs read from L2 in the same launches (`ncu --metrics l1tex__m_xbar2l1tex_read_bytes.sum,... "
+        "python3 tools/sanitize_case.py ...`: `ncu_bytes_*.txt`): " + "; ".join(moved) + ". What plain readers pull "
+        "from L2 (`l2_ceiling.json`: `python3 tools/read_ceiling.py --l2`; a 16 MB buffer read again and again past "
+        "L1, 16 bytes a thread a load):",
+        "",
+        *reader_rows,
+        "",
+        "The 8-warp readers pull less as programs are added: a limit of that reader (not explained), not of L2, "
+        "whose 8-warp kernel programs pull more.",
+        "",
+        "Stall sampling split around each launch's hottest loop (`ncu --section SourceCounters --section "
+        "WarpStateStats ...`, reduced by `tools/ncu_regions.py reduce` and summed by `tools/ncu_regions.py hot`; "
+        "'before' holds the start and the code of the kernel's other tile widths, placed before the main tile's "
+        "loop, 'after' the rest of K and the epilogue):",
+        "",
+        *hot,
+    ]
+
+
 def _k_splits() -> list[str]:
     """k_splits: the sweep (sweep_k_splits.json), decode device times (decode_floor_splits.log), where one decode
     launch's warps spend their time (the ncu_uniform-bs2*.csv source pages), its GPU tests and sanitizers."""
@@ -689,6 +772,11 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_tail32.json"),
         "",
+        "- `sweep_m64_overlap.json`, 40-227 rows per slice: the block_m 64 entry (run first and last) against its "
+        "tile with K tiles in pairs or chunks of four (overlap_tiles 2, 4; no tail rows):",
+        "",
+        *_config_sweep("sweep_m64_overlap.json"),
+        "",
         "Decode: calls of 1-16 rows (`sweep_decode_*.json`, the words alone: `--layouts mxfp4`), the first entry "
         "(run first and last) against its K tiles split between programs (k_splits) and, fast only, the "
         "warp-specialized tile's split_k form; the table splits calls of at most 4 rows (`DECODE_SPLITS`). Rows of "
@@ -758,6 +846,10 @@ def fast() -> str:
         "## Decode: what bounds it",
         "",
         *_decode_floor(),
+        "",
+        "## What bounds each size",
+        "",
+        *_bounds(),
         "",
         "## Split K across programs",
         "",
