@@ -30,9 +30,12 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
+    mbarrier,
+    tma,
     warpgroup_mma,
     warpgroup_mma_wait,
 )
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.language.core import _aggregate as aggregate
 
 from ._epilogue import swiglu_store
@@ -271,21 +274,24 @@ def _block_scales(scale_words, j: gl.constexpr, ZERO_SCALE: gl.constexpr):
 @aggregate
 class _Buffers:
     """Shared-memory buffers of the pipeline: x rows (128-byte swizzled, wgmma's B), packed words, scales, and the
-    TAIL_ROWS tokens' x rows (the first x buffers again where there are none: never touched). A ring's hold every
+    TAIL_ROWS tokens' x rows (the first x buffers again where there are none: never touched); with bulk weights, the
+    mbarrier each stage's weight copies complete on (the scales again where there are none). A ring's hold every
     stage (leading dimension), one stage's are the ring's `stage(i)`."""
 
     x: gl.shared_memory_descriptor
     w: gl.shared_memory_descriptor
     s: gl.shared_memory_descriptor
     x_tail: gl.shared_memory_descriptor
+    bar: gl.shared_memory_descriptor
 
     @gluon.constexpr_function
-    def __init__(self, x, w, s, x_tail):
+    def __init__(self, x, w, s, x_tail, bar=None):
         self.x, self.w, self.s, self.x_tail = x, w, s, x_tail
+        self.bar = s if bar is None else bar
 
     @gluon.jit
     def stage(self, i):
-        return _Buffers(self.x.index(i), self.w.index(i), self.s.index(i), self.x_tail.index(i))
+        return _Buffers(self.x.index(i), self.w.index(i), self.s.index(i), self.x_tail.index(i), self.bar.index(i))
 
 
 @gluon.constexpr_function
@@ -302,7 +308,7 @@ def _w_row(dtype):
 
 @gluon.jit
 def _ring(x_dtype: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
-          BLOCK_N: gl.constexpr, w_dtype: gl.constexpr = gl.int32):  # fmt: skip
+          BLOCK_N: gl.constexpr, w_dtype: gl.constexpr = gl.int32, BULK: gl.constexpr = False):  # fmt: skip
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     x = gl.allocate_shared_memory(x_dtype, [STAGES, BLOCK_M, _TILE_K], x_nvmma)
@@ -314,13 +320,19 @@ def _ring(x_dtype: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, TA
     else:
         w = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N, _TILE_K // 8], plain2)
     s = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    return _Buffers(x, w, s, x_tail)
+    bar = s
+    if BULK:  # one mbarrier a stage: its weight copies' bytes
+        bar = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(bar.index(i), count=1)
+    return _Buffers(x, w, s, x_tail, bar)
 
 
 @aggregate
 class _Sources:
     """Where one program's copies come from: x rows (its tile's and the tail rows'), words and scales, with the
-    copies' K masks."""
+    copies' K masks; with bulk weights, the fp8 layout's descriptor (rows of 128 bytes) and the row of the program's
+    first row block at K tile 0 in it."""
 
     x: gl.tensor
     offs_xk: gl.tensor
@@ -329,33 +341,40 @@ class _Sources:
     s: gl.tensor
     offs_s: gl.tensor
     x_tail: gl.tensor
+    w_desc: tma.tensor_descriptor | gl.constexpr
+    w_row: gl.tensor | gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, x, offs_xk, w, offs_wc, s, offs_s, x_tail):
-        self.x, self.offs_xk, self.w, self.offs_wc, self.s, self.offs_s, self.x_tail = (
-            x,
-            offs_xk,
-            w,
-            offs_wc,
-            s,
-            offs_s,
-            x_tail,
-        )
+    def __init__(self, x, offs_xk, w, offs_wc, s, offs_s, x_tail, w_desc=None, w_row=None):
+        self.x, self.offs_xk, self.w, self.offs_wc, self.s, self.offs_s = x, offs_xk, w, offs_wc, s, offs_s
+        self.x_tail = x_tail
+        self.w_desc, self.w_row = (gl.constexpr(None), gl.constexpr(None)) if w_desc is None else (w_desc, w_row)
 
 
 @gluon.jit
 def _issue_loads(tile, stage: _Buffers, src: _Sources, K: gl.constexpr, N: gl.constexpr, K_TILES: gl.constexpr,
-                 TAIL_ROWS: gl.constexpr):  # fmt: skip
+                 TAIL_ROWS: gl.constexpr, BULK: gl.constexpr = False, ROW_TILES: gl.constexpr = 0):  # fmt: skip
     """cp.async of K tile `tile` (x rows, packed words, scales) into `stage`; x zero-filled from K on (the words and
     scales hold zeros there), nothing from tile K_TILES on. The loop passes the end of the whole tiles as K and
-    K_TILES, so that its copies past them (the tile that K ends inside was step 0's) move nothing."""
+    K_TILES, so that its copies past them (the tile that K ends inside was step 0's) move nothing. BULK: the fp8
+    layout's weights by TMA instead, one 8 KB copy per row block (ROW_TILES K tiles of 64 rows apart), on the
+    stage's mbarrier."""
     k0 = tile * _TILE_K
     cp.async_copy_global_to_shared(stage.x, src.x + k0, mask=(src.offs_xk < K - k0)[None, :])
     if TAIL_ROWS:
         cp.async_copy_global_to_shared(stage.x_tail, src.x_tail + k0, mask=(src.offs_xk < K - k0)[None, :])
     w_tile: gl.constexpr = _ROW_BLOCK * _w_row(src.w.dtype.element_ty)  # one K tile of a row block
-    in_w = (src.offs_wc >= 0) & (tile < K_TILES)
-    cp.async_copy_global_to_shared(stage.w, src.w + tile * w_tile, mask=in_w[None, :])
+    if BULK:
+        BLOCKS_N: gl.constexpr = stage.w.shape[0] // _ROW_BLOCK
+        moves = tile < K_TILES
+        mbarrier.expect(stage.bar, BLOCKS_N * w_tile, pred=moves)
+        for h in gl.static_range(BLOCKS_N):
+            row = src.w_row + (h * ROW_TILES + tile) * _ROW_BLOCK
+            tma.async_copy_global_to_shared(src.w_desc, [row, 0], stage.bar,
+                                            stage.w.slice(h * _ROW_BLOCK, _ROW_BLOCK), pred=moves)  # fmt: skip
+    else:
+        in_w = (src.offs_wc >= 0) & (tile < K_TILES)
+        cp.async_copy_global_to_shared(stage.w, src.w + tile * w_tile, mask=in_w[None, :])
     cp.async_copy_global_to_shared(stage.s, src.s + tile * N, mask=(src.offs_s >= 0) & (tile < K_TILES))
     cp.commit_group()
 
@@ -535,10 +554,12 @@ def _ref_scales(stage: _Buffers, acc_layout: gl.constexpr):
 @gluon.jit
 def _fast_chunk(sums: _Sums, rings, src: _Sources, p0, STEPS: gl.constexpr, FIRST: gl.constexpr,
                 AHEAD: gl.constexpr, RING: gl.constexpr, WHOLE: gl.constexpr, N: gl.constexpr,
-                BLOCK_N: gl.constexpr, TAIL_ROWS: gl.constexpr) -> _Sums:  # fmt: skip
+                BLOCK_N: gl.constexpr, TAIL_ROWS: gl.constexpr, BULK: gl.constexpr = False,
+                ROW_TILES: gl.constexpr = 0) -> _Sums:  # fmt: skip
     """STEPS whole K tiles from step p0 (p0 - FIRST even: step p lives in ring p % 2), the fast mode: each step's
     wgmmas issued into one of two partials while the previous step's partial is promoted; the last one drained.
-    Loads run AHEAD steps ahead, into the slot of step p + AHEAD - 4 (RING 2): promoted before they are issued."""
+    Loads run AHEAD steps ahead, into the slot of step p + AHEAD - 4 (RING 2): promoted before they are issued.
+    BULK: step p's weights complete on its slot's mbarrier, in phase p // 2 // RING (one completion a use)."""
     acc_layout: gl.constexpr = sums.acc.type.layout
     acc, even, odd = sums.acc, sums.part, sums.spare
     even_flight, odd_flight = even, odd  # each step's wgmmas in flight (bound in the unrolled steps)
@@ -546,8 +567,10 @@ def _fast_chunk(sums: _Sums, rings, src: _Sources, p0, STEPS: gl.constexpr, FIRS
         cp.wait_group(AHEAD - 1)
         gl.thread_barrier()  # step p0 + r has landed
         ahead = rings[(FIRST + r + AHEAD) % 2].stage((p0 + r + AHEAD) // 2 % RING)
-        _issue_loads(p0 + r + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
+        _issue_loads(p0 + r + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS, BULK, ROW_TILES)
         landed = rings[(FIRST + r) % 2].stage((p0 + r) // 2 % RING)
+        if BULK:
+            mbarrier.wait(landed.bar, (p0 + r) // 2 // RING & 1)
         if r % 2 == 0:
             even_flight = _fast_chain(landed, even, BLOCK_N)[0]
             if r > 0:  # the previous step's partial, while this step's wgmmas run
@@ -591,10 +614,11 @@ class _Call:
     arrivals: gl.tensor  # int32 [tiles]: the tile's splits done so far (zero between launches)
     tile: gl.tensor  # the (schedule entry, column block) index of the program: its place in `sums`, `arrivals`
     split: gl.tensor  # which of the tile's K splits the program runs (0 without k_splits)
+    w_desc: tma.tensor_descriptor | gl.constexpr  # the fp8 layout's TMA descriptor with bulk weights, else None
 
     @gluon.constexpr_function
     def __init__(self, x, words, scales, bias, gather, x_scale, out_scale, out, alpha, limit, expert, pid_n, size,
-                 start, sums, arrivals, tile, split):  # fmt: skip
+                 start, sums, arrivals, tile, split, w_desc=None):  # fmt: skip
         self.x, self.words, self.scales, self.bias, self.gather = x, words, scales, bias, gather
         self.x_scale, self.out_scale, self.out = x_scale, out_scale, out
         self.alpha, self.limit, self.expert, self.pid_n, self.size, self.start = (
@@ -606,6 +630,7 @@ class _Call:
             start,
         )
         self.sums, self.arrivals, self.tile, self.split = sums, arrivals, tile, split
+        self.w_desc = gl.constexpr(None) if w_desc is None else w_desc
 
 
 @gluon.jit
@@ -681,7 +706,7 @@ def _tile(
     call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, TAIL_ROWS: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
     TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_ALL: gl.constexpr = 0,
-    K_SPLITS: gl.constexpr = 1, WS_M: gl.constexpr = 0,
+    K_SPLITS: gl.constexpr = 1, WS_M: gl.constexpr = 0, BULK_W: gl.constexpr = False,
 ):  # fmt: skip
     """One program's tile: tokens [m0, m0 + BLOCK_M + TAIL_ROWS) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. TAIL_ROWS tokens past BLOCK_M (0, or a power of two) get a wgmma of their
@@ -734,9 +759,14 @@ def _tile(
     RINGS: gl.constexpr = 2 if PARITY_RINGS else 1
     RING: gl.constexpr = NUM_STAGES // RINGS
     w_dtype: gl.constexpr = words_ptr.dtype.element_ty
-    rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype),)
+    # BULK_W (Sm90Config.bulk_weights) on the fp8 layout: its weight tiles by TMA, each stage's on an mbarrier.
+    BULK: gl.constexpr = BULK_W and _folded(w_dtype)
+    rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK),)
     if PARITY_RINGS:
-        rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype))
+        rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK))
+    if BULK:
+        fence_async_shared()  # the barriers' init, before the copies that complete on them
+        gl.thread_barrier()
     x16_smem = rings[0].x  # unused unless F16
     if F16:  # x of the tile in flight as fp16, two 64-wide halves (128-byte swizzled rows)
         x16_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
@@ -759,12 +789,17 @@ def _tile(
     AHEAD: gl.constexpr = (NUM_STAGES - 2 - (NUM_STAGES >= 6)) if OVERLAP else NUM_STAGES - 1
     gl.static_assert(AHEAD >= 1, "the ring needs a tile loaded ahead (Sm90Config refuses fewer stages)")
     LAST: gl.constexpr = K_TILES - 1  # the last step
+    gl.static_assert(not BULK or (CHUNKS and K_SPLITS == 1), "bulk weights run the chunks of four, one K split")
     src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs)
+    if BULK:  # the row of the program's first row block, K tile 0, in the descriptor's [rows, 128]
+        src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs, call.w_desc,
+                       (row0 // _ROW_BLOCK * ROW_TILES * _ROW_BLOCK).to(gl.int32))  # fmt: skip
     for i in gl.static_range(AHEAD):  # step i < FIRST: the last tile; then whole tiles only, as in the loop
         if i < FIRST:
-            _issue_loads(LAST, rings[i % RINGS].stage(i // RINGS), src, K, N, K_TILES, TAIL_ROWS)
+            _issue_loads(LAST, rings[i % RINGS].stage(i // RINGS), src, K, N, K_TILES, TAIL_ROWS, BULK, ROW_TILES)
         else:
-            _issue_loads(i - FIRST, rings[i % RINGS].stage(i // RINGS), src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
+            _issue_loads(i - FIRST, rings[i % RINGS].stage(i // RINGS), src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS,
+                         BULK, ROW_TILES)  # fmt: skip
 
     acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
@@ -783,7 +818,9 @@ def _tile(
         cp.wait_group(AHEAD - 1)
         gl.thread_barrier()
         ahead = rings[AHEAD % RINGS].stage(AHEAD // RINGS % RING)
-        _issue_loads(AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)
+        _issue_loads(AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS, BULK, ROW_TILES)
+        if BULK:
+            mbarrier.wait(rings[0].stage(0).bar, 0)
         sums = _mma_tile(sums, rings[0].stage(0), x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, LAST_BLOCKS,
                          TWO_PARTIALS, TAIL_ROWS, FAST)  # fmt: skip
     if PAIRS:  # fast, parity rings: tile B's wgmmas run while tile A's partial is promoted; drained per pair
@@ -805,10 +842,12 @@ def _tile(
             sums = _Sums(acc, part_a, part_b, sums.acc_tail, sums.part_tail)
     if CHUNKS:  # fast, parity rings: chunks of OVERLAP_TILES steps, drained at their ends
         for p0 in range(FIRST, FIRST + WHOLE // OVERLAP_TILES * OVERLAP_TILES, OVERLAP_TILES):
-            sums = _fast_chunk(sums, rings, src, p0, OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS)
+            sums = _fast_chunk(sums, rings, src, p0, OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS,
+                               BULK, ROW_TILES)  # fmt: skip
         if WHOLE % OVERLAP_TILES:
             sums = _fast_chunk(sums, rings, src, FIRST + WHOLE // OVERLAP_TILES * OVERLAP_TILES,
-                               WHOLE % OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS)  # fmt: skip
+                               WHOLE % OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS, BULK,
+                               ROW_TILES)  # fmt: skip
     for p0 in range(FIRST, K_TILES - RINGS + 1 if not OVERLAP else FIRST, RINGS):
         for r in gl.static_range(RINGS):
             p = p0 + r  # in ring (r + FIRST) % RINGS
@@ -856,6 +895,7 @@ def _bmm1_sm90_kernel(
     arrivals_ptr,  # int32 [tiles], zero, with K_SPLITS > 1 (left zero)
     alpha,
     limit,
+    w_desc,  # with BULK_W: TMA descriptor of the fp8 layout as [E * N * cdiv(K, 128), 128] bytes, 64-row boxes
     K: gl.constexpr,
     N: gl.constexpr,
     BLOCK_M: gl.constexpr,
@@ -869,6 +909,7 @@ def _bmm1_sm90_kernel(
     FAST: gl.constexpr = False,  # the fast mode (Sm90Weights.fast): block scales folded, one promotion per K tile
     OVERLAP_TILES: gl.constexpr = False,  # Sm90Config.overlap_tiles
     K_SPLITS: gl.constexpr = 1,  # Sm90Config.k_splits, as K's tiles allow (_k_splits)
+    BULK_W: gl.constexpr = False,  # Sm90Config.bulk_weights, on weights in the fp8 layout
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     split = gl.program_id(0) % K_SPLITS  # a tile's splits are consecutive programs
@@ -883,22 +924,22 @@ def _bmm1_sm90_kernel(
     start = gl.load(slice_offs_ptr + expert)
 
     call = _Call(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr,
-                 alpha, limit, expert, pid_n, size, start, sums_ptr, arrivals_ptr, pid, split)  # fmt: skip
+                 alpha, limit, expert, pid_n, size, start, sums_ptr, arrivals_ptr, pid, split, w_desc)  # fmt: skip
     m0 = pid_m * BLOCK_M  # the tile's first row in the slice
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
         _split_tile(call, m0, K, N, BLOCK_M // 4, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W)  # fmt: skip
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
         _split_tile(call, m0, K, N, BLOCK_M // 2, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
         # a ring one stage shallower, odd: unpaired
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
               0)  # fmt: skip
     else:
         _split_tile(call, m0, K, N, BLOCK_M, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W)  # fmt: skip
 
 
 @gluon.jit
@@ -906,13 +947,13 @@ def _split_tile(
     call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
     TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_SPLITS: gl.constexpr,
-    WS_M: gl.constexpr,
+    WS_M: gl.constexpr, BULK_W: gl.constexpr = False,
 ):  # fmt: skip
     """_tile (without tail rows) over the whole of K, or over split call.split's K tiles: every split but the last
     takes PER whole tiles, the last the rest (with the tile that K ends inside)."""
     if K_SPLITS == 1:
         _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
-              OVERLAP_TILES)  # fmt: skip
+              OVERLAP_TILES, BULK_W=BULK_W)  # fmt: skip
     else:
         PER: gl.constexpr = _split_tiles(K, K_SPLITS)
         if call.split < K_SPLITS - 1:
@@ -966,6 +1007,7 @@ def kernel_constexprs(
         "FAST": fast,
         "OVERLAP_TILES": int(config.overlap_tiles),
         "K_SPLITS": _k_splits(config.k_splits, k),
+        "BULK_W": bool(config.bulk_weights),
     }
 
 
@@ -990,6 +1032,14 @@ def _multiprocessors(device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+BULK_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)  # the ring's, x's too
+
+
+def _bulk_descriptor(folded: torch.Tensor) -> TensorDescriptor:
+    """The fp8 layout's bytes [E, N / 64, K tiles, 64, 128] as TMA's [rows, 128], one 64-row K tile a box."""
+    return TensorDescriptor.from_tensor(folded.view(-1, TILE_K), [ROW_BLOCK, TILE_K], BULK_LAYOUT)
+
+
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged, w.precision)
@@ -1010,6 +1060,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
     folded = config.fp8_layout and w.folded is not None
     words = w.folded.view(torch.float8_e4m3fn) if folded else w.words.view(torch.int32)
+    w_desc = _bulk_descriptor(words) if folded and config.bulk_weights else None
     for tile, schedule in enumerate(schedules):
         grid_tiles = schedule.numel() * (w.n // config.block_n)  # (schedule entry, column block) tiles or work items
         if grid_tiles and config.warp_specialized:
@@ -1037,6 +1088,6 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             _bmm1_sm90_kernel[(grid_tiles * splits,)](
                 x, words, w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
                 ragged.slice_offs, schedule, x_scale, out_scale, out, sums, arrivals, float(alpha), float(limit),
-                **constexprs, num_warps=config.num_warps, maxnreg=config.maxnreg,
+                w_desc, **constexprs, num_warps=config.num_warps, maxnreg=config.maxnreg,
             )  # fmt: skip
     return out

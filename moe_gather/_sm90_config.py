@@ -57,6 +57,9 @@ class Sm90Config:
     # config reads the bytes, wgmma's A operand straight from shared memory, no fold (twice the bytes a K tile).
     # Weights without them run the packed codes.
     fp8_layout: bool = False
+    # With fp8_layout: each K tile's weights by TMA (one 8 KB copy a row block, on an mbarrier a stage) instead of
+    # cp.async of 16 bytes a thread (1,024 a 128-row tile): fewer copy instructions. The chunks of four K tiles only.
+    bulk_weights: bool = False
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -96,6 +99,13 @@ class Sm90Config:
             raise ValueError(
                 "Sm90Config: k_splits is 1 to 16, and above 1 without tail_rows, split_at or warp_specialized,"
                 f" got {self}"
+            )
+        if self.bulk_weights and not (
+            self.fp8_layout and self.overlap_tiles == 4 and not self.tail_rows and self.k_splits == 1
+        ):
+            raise ValueError(
+                f"Sm90Config: bulk_weights reads the fp8 layout in chunks of four K tiles (overlap_tiles=4), without"
+                f" tail_rows or k_splits, got {self}"
             )
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")

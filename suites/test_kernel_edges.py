@@ -377,18 +377,21 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
-# The fast precision's fp8 layout read by each entry of its table, its K tiles in pairs, and split between programs.
+# The fast precision's fp8 layout read by each entry of its table, its K tiles in pairs, and split between programs;
+# the block_m 128 entry with its weight tiles by TMA (bulk_weights).
 FP8_LAYOUT_PLANS = [
     dataclasses.replace(c, fp8_layout=True)
     for c in (*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])
 ]
+BULK_PLAN = dataclasses.replace(next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout), bulk_weights=True)
+FP8_LAYOUT_PLANS.append(BULK_PLAN)
 
 
 def _both_layouts(problem, weights, config, description):
     """The call reading the fp8 layout's bytes (`config`) against the reference, and byte for byte against the same
     config reading the packed words: the same values, chained and promoted in the same order."""
     out = _check(problem, weights, f"{description}, {config}", config=config)
-    words = bmm1.run_problem(problem, weights, config=dataclasses.replace(config, fp8_layout=False))
+    words = bmm1.run_problem(problem, weights, config=dataclasses.replace(config, fp8_layout=False, bulk_weights=False))
     assert torch.equal(out.view(torch.uint8), words.view(torch.uint8))
 
 
@@ -406,11 +409,12 @@ def fp8_layout(params):
     return bmm1.prepare_weights(params.weights, precision="fast", layout="fp8")
 
 
-@pytest.mark.parametrize("fast_entry", range(len(_sm90.FAST_CONFIGS)))
-def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, fast_entry):
-    """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout."""
+@pytest.mark.parametrize("config", [*FP8_LAYOUT_PLANS[: len(_sm90.FAST_CONFIGS)], BULK_PLAN], ids=str)
+def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, config):
+    """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout, and the block_m
+    128 entry's weight tiles by TMA."""
     problem = _every_width_problem(params)
-    _both_layouts(problem, fp8_layout, FP8_LAYOUT_PLANS[fast_entry], "tile widths, layout fp8")
+    _both_layouts(problem, fp8_layout, config, "tile widths, layout fp8")
 
 
 @pytest.mark.parametrize("params_set", ["seed", "real"])

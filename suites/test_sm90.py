@@ -19,6 +19,7 @@ from _ptxas import (
 )
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
+from triton.runtime.jit import mangle_type
 
 from moe_gather import _sm90, _sm90_ws
 from moe_gather.mxfp4 import MXFP4Weights, dequantize_mxfp4
@@ -148,6 +149,42 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
             assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.folded)
         else:
             assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
+
+
+BULK_PLAN = replace(next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout), bulk_weights=True)
+
+
+def test_bulk_weights_are_the_fp8_layout_s_in_chunks_and_get_a_descriptor(monkeypatch):
+    """bulk_weights is refused by name off the fp8 layout's chunks of four; the launcher hands the kernel a TMA
+    descriptor of the fold's bytes (64-row boxes of 128 bytes) only where the config reads them."""
+    from moe_gather import bmm1
+
+    base = BULK_PLAN
+    for bad in ({"fp8_layout": False}, {"overlap_tiles": 2}, {"k_splits": 2}):
+        with pytest.raises(ValueError, match="bulk_weights reads the fp8 layout in chunks of four"):
+            replace(base, **bad)
+    w = _random_weights(e=2, n=128, k=256)
+    fp8 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp8")
+    mxfp4 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast")
+    launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 15)
+    for weights, config in ((fp8, base), (mxfp4, base), (fp8, replace(base, bulk_weights=False))):
+        _launch(weights, [300, 200], config)
+    (_, desc, kwargs), *others = launches
+    assert kwargs["BULK_W"] and desc.block_shape == [64, 128] and desc.base.dtype == torch.float8_e4m3fn
+    assert desc.base.data_ptr() == fp8.folded.data_ptr() and list(desc.shape) == [fp8.folded.numel() // 128, 128]
+    assert [d for _, d, _ in others] == [None, None]
+
+
+def test_bulk_weights_copy_by_tma_and_fewer_cp_async(tmp_path):
+    """The bulk plan's PTX: the weights by cp.async.bulk.tensor on mbarriers, the 16-byte cp.async only for x and the
+    scales; no spills, within shared memory."""
+    plain, bulk = (compile_sm90(c, fast=True, layout="fp8").asm["ptx"] for c in (replace(BULK_PLAN, bulk_weights=0),
+                                                                                   BULK_PLAN))  # fmt: skip
+    assert "cp.async.bulk.tensor.2d" not in plain and "mbarrier.try_wait" not in plain
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in bulk
+    assert "mbarrier.try_wait" in bulk
+    assert bulk.count("cp.async.cg.shared.global") < plain.count("cp.async.cg.shared.global")
+    assert spilled_bytes(ptxas_report(bulk, "sm_90a", tmp_path)) == 0
 
 
 def test_fast_byte_tables_are_e4m3_of_every_magnitude_at_every_d():
@@ -331,7 +368,7 @@ SIGNATURE = {
     "x_ptr": "*fp8e4nv", "words_ptr": "*i32", "scales_ptr": "*i32", "bias_ptr": "*fp32",
     "gather_ptr": "*i32", "slice_sizes_ptr": "*i32", "slice_offs_ptr": "*i32", "schedule_ptr": "*i32",
     "x_scale_ptr": "*fp32", "out_scale_ptr": "*fp32", "out_ptr": "*fp8e4nv", "sums_ptr": "*fp32",
-    "arrivals_ptr": "*i32", "alpha": "fp32", "limit": "fp32",
+    "arrivals_ptr": "*i32", "alpha": "fp32", "limit": "fp32", "w_desc": "constexpr",  # None but with bulk weights
     # the launcher's compile-time arguments, by their names in kernel_constexprs
     **dict.fromkeys(_sm90.kernel_constexprs(_sm90.CONFIGS[0][1], 0, 2880, 5760, False, False), "constexpr"),
 }  # fmt: skip
@@ -340,8 +377,12 @@ ALIGNED_SPLITS = ALIGNED | {(i,): [["tt.divisibility", 16]] for i in (11, 12)}  
 
 
 def compile_sm90(config, k=2880, n=5760, f16=False, tile=0, zero_scale=False, fast=False, layout="mxfp4"):
-    constexprs = _sm90.kernel_constexprs(config, tile, k, n, f16, zero_scale, fast)
+    constexprs = _sm90.kernel_constexprs(config, tile, k, n, f16, zero_scale, fast) | {"w_desc": None}
     signature = SIGNATURE | ({"words_ptr": "*fp8e4nv"} if layout == "fp8" else {})  # the fold's bytes
+    if config.bulk_weights and layout == "fp8":  # the launcher's descriptor, by its type
+        folded = torch.empty(n // 64, -(-k // 128), 64, 128, dtype=torch.float8_e4m3fn)
+        signature["w_desc"] = mangle_type(_sm90._bulk_descriptor(folded))
+        del constexprs["w_desc"]
     src = GluonASTSource(_sm90._bmm1_sm90_kernel, signature, constexprs=constexprs, attrs=ALIGNED_SPLITS)
     options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)

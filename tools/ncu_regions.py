@@ -2,7 +2,7 @@
 
     ncu --section SourceCounters ... -o rep python3 tools/sanitize_case.py uniform 2
     ncu -i rep.ncu-rep --page source --csv --print-source sass > full.csv
-    python3 tools/ncu_regions.py reduce full.csv small.csv   # the columns below, rows run or sampled (results/)
+    python3 tools/ncu_regions.py reduce full.csv small.csv.gz   # the columns below, rows run or sampled (results/)
     python3 tools/ncu_regions.py summary small.csv           # instructions and stall samples by region
     python3 tools/ncu_regions.py hot small.csv               # the same around the loop with the most samples
 
@@ -12,6 +12,7 @@ start), and after the last (the drain, the epilogue, and with k_splits the hand-
 """
 
 import csv
+import gzip
 import re
 import sys
 
@@ -22,16 +23,35 @@ STALLS = ("stall_long_sb", "stall_barrier", "stall_selected", "stall_wait", "sta
 COLUMNS = ("Address", "Source", EXECUTED, SAMPLES, *STALLS)
 
 
+def _open(path, mode="r"):
+    """A CSV file, gzipped where its name ends in .gz."""
+    path = str(path)
+    return gzip.open(path, mode + "t", newline="") if path.endswith(".gz") else open(path, mode, newline="")
+
+
 def reduce(full: str, small: str) -> None:
-    with open(full) as f:
+    """The rows run or sampled, compactly: addresses (and branch targets) as hex offsets from the first row's, each
+    instruction as its opcode (a branch with its target), zero counts left empty. A reduced file reduces to itself."""
+    with _open(full) as f:
         rows = list(csv.reader(f))
     header = next(i for i, row in enumerate(rows) if row and row[0] == "Address")
     index = {name: i for i, name in enumerate(rows[header])}
-    with open(small, "w", newline="") as f:
+    kept = [row for row in rows[header + 1 :] if row and {row[index[EXECUTED]], row[index[SAMPLES]]} - {"", "0"}]
+    base = int(kept[0][index["Address"]], 16)
+
+    def source(text: str) -> str:
+        words = text.split()
+        opcode = words[1] if words[0].startswith("@") else words[0]
+        target = BRANCH.search(text)
+        return f"{opcode} {int(target[1], 16) - base:#x}" if opcode.startswith("BRA") and target else opcode
+
+    with _open(small, "w") as f:
         out = csv.writer(f)
         out.writerow(COLUMNS)
-        kept = (row for row in rows[header + 1 :] if row and {row[index[EXECUTED]], row[index[SAMPLES]]} - {"", "0"})
-        out.writerows([row[index[c]] for c in COLUMNS] for row in kept)
+        for row in kept:
+            counts = [row[index[c]].replace(",", "") for c in COLUMNS[2:]]
+            address = f"{int(row[index['Address']], 16) - base:#x}"
+            out.writerow([address, source(row[index["Source"]]), *(c if c != "0" else "" for c in counts)])
 
 
 BRANCH = re.compile(r"\bBRA (?:`?\()?(0x[0-9a-f]+)")
@@ -62,7 +82,7 @@ def _loops(rows: list[dict]) -> list[tuple[int, int]]:
 def hot(small: str) -> dict[str, dict[str, float]]:
     """As regions(), split around the loop with the most samples (a config's main tile): 'before' it (the start,
     and any other tile width's code placed earlier), 'hot loop', 'after' it (the rest of K, the epilogue)."""
-    with open(small) as f:
+    with _open(small) as f:
         rows = list(csv.DictReader(f))
     once, total = int(rows[0][EXECUTED]), sum(int(r[SAMPLES] or 0) for r in rows)
     spans = [[r for r in rows if lo <= int(r["Address"], 16) <= hi] for lo, hi in _loops(rows)]
@@ -79,7 +99,7 @@ def regions(small: str) -> dict[str, dict[str, float]]:
     """{'start' | 'loop' | 'between' | 'end': {'instructions': per warp, 'samples': share, stall: share of the
     region}}. Loops are the spans of backward branches; 'between' is code between two loops (another tile width's or
     another split's prologue)."""
-    with open(small) as f:
+    with _open(small) as f:
         rows = list(csv.DictReader(f))
     addresses = [int(r["Address"], 16) for r in rows]
     loops = sorted(

@@ -372,6 +372,7 @@ def _sweep_label(r: dict) -> str:
         + (" split_k" if r.get("split_k") else " warp-specialized" if r.get("warp_specialized") else "")
         + (" persistent" if r.get("persistent") else "")
         + (f" k_splits {r['k_splits']}" if r.get("k_splits", 1) > 1 else "")
+        + (" bulk weights" if r.get("bulk_weights") else "")
     )
 
 
@@ -553,9 +554,9 @@ def _bounds() -> list[str]:
         *(f"| {r['programs_per_sm']} | {r['warps']} | {r['l2_tbps']:.2f} | {r['gbps_per_sm']:.1f} |" for r in readers),
     ]
     hot = [
-        f"- {c} ({lay}; {label}: `ncu_{c}_{lay}.csv`, `ncu_{c}_{lay}.txt`): "
+        f"- {c} ({lay}; {label}: `ncu_{c}_{lay}.csv.gz`, `ncu_{c}_{lay}.txt`): "
         f"{DURATION.search((FAST / f'ncu_{c}_{lay}.txt').read_text())[1]} us under ncu; "
-        + ncu_regions.summary(FAST / f"ncu_{c}_{lay}.csv", ncu_regions.hot).replace("\n", "; ")
+        + ncu_regions.summary(FAST / f"ncu_{c}_{lay}.csv.gz", ncu_regions.hot).replace("\n", "; ")
         + "."
         for c, lay, label in PROFILED
     ]
@@ -577,7 +578,8 @@ def _bounds() -> list[str]:
         "whose 8-warp kernel programs pull more.",
         "",
         "Stall sampling split around each launch's hottest loop (`ncu --section SourceCounters --section "
-        "WarpStateStats ...`, reduced by `tools/ncu_regions.py reduce` and summed by `tools/ncu_regions.py hot`; "
+        "WarpStateStats ...`, reduced by `tools/ncu_regions.py reduce` and summed by `tools/ncu_regions.py hot`; the "
+        "`.txt` keeps the details page's sections up to its occupancy graphs; "
         "'before' holds the start and the code of the kernel's other tile widths, placed before the main tile's "
         "loop, 'after' the rest of K and the epilogue):",
         "",
@@ -587,7 +589,7 @@ def _bounds() -> list[str]:
 
 def _k_splits() -> list[str]:
     """k_splits: the sweep (sweep_k_splits.json), decode device times (decode_floor_splits.log), where one decode
-    launch's warps spend their time (the ncu_uniform-bs2*.csv source pages), its GPU tests and sanitizers."""
+    launch's warps spend their time (the ncu_uniform-bs2*.csv.gz source pages), its GPU tests and sanitizers."""
     times: dict[str, dict[int, float]] = {}
     for row in json.loads((FAST / "sweep_k_splits.json").read_text()):
         times.setdefault(row["case"], {})[row["k_splits"]] = row["us"]
@@ -610,8 +612,8 @@ def _k_splits() -> list[str]:
     profiles = []
     for name, label in (("ncu_uniform-bs2", "the table's tile"), ("ncu_uniform-bs2_k_splits4", "k_splits 4")):
         duration = DURATION.search((FAST / f"{name}.txt").read_text())[1]
-        regions = ncu_regions.summary(FAST / f"{name}.csv").replace("\n", "; ")
-        profiles.append(f"- {label} (`{name}.csv`, `{name}.txt`): {duration} us under ncu; {regions}.")
+        regions = ncu_regions.summary(FAST / f"{name}.csv.gz").replace("\n", "; ")
+        profiles.append(f"- {label} (`{name}.csv.gz`, `{name}.txt`): {duration} us under ncu; {regions}.")
     return [
         "Each tile's K tiles split between programs, the last to finish adding their sums (`Sm90Config.k_splits`; "
         "the table takes it for calls of at most 4 rows, `DECODE_SPLITS`), on the fast table's first entry. Suite "
@@ -842,6 +844,21 @@ def fast() -> str:
         "layout (`fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases below):",
         "",
         *_sanitize_table(FAST / "fp8_sanitize.log"),
+        "",
+        "The block_m 128 entry with its weight tiles by TMA (`bulk_weights`: two 8 KB copies a K tile on an mbarrier "
+        "a stage, x and the scales by cp.async as before), run first, second, third and fourth against the entry "
+        "(`sweep_bulk.json`: `python tools/sweep_sm90.py --precision fast --layouts fp8 --cases ... --configs "
+        '"E;E,bulk_weights=1;E;E,bulk_weights=1" --json ...`, E the entry\'s fields):',
+        "",
+        *_config_sweep("sweep_bulk.json"),
+        "",
+        f"Against the reference and the packed words' bytes: {_closing(FAST / 'bulk_edges.log')} (`bulk_edges.log`: "
+        "`pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k layout_fp8`, the bulk plan at K = 96, "
+        "384 and 2880 and on the every-width slices among them). compute-sanitizer with it forced "
+        "(`bulk_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE=bulk_weights=1 bash "
+        "tools/sanitize.sh` with the cases below):",
+        "",
+        *_sanitize_table(FAST / "bulk_sanitize.log"),
         "",
         "## Decode: what bounds it",
         "",
