@@ -864,6 +864,11 @@ def _tile(
         sums = _mma_tile(sums, rings[LAST % RINGS].stage(LAST // RINGS % RING), x16_smem, BLOCK_N, BLOCK_M, F16,
                          ZERO_SCALE, BLOCKS, TWO_PARTIALS, TAIL_ROWS, FAST)  # fmt: skip
     cp.wait_group(0)
+    if BULK:  # every copy has landed and been waited on: the barriers' memory may serve the epilogue
+        gl.thread_barrier()
+        for ring in gl.static_range(RINGS):
+            for i in gl.static_range(RING):
+                mbarrier.invalidate(rings[ring].bar.index(i))
 
     acc = sums.acc
     ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0

@@ -176,15 +176,22 @@ def test_bulk_weights_are_the_fp8_layout_s_in_chunks_and_get_a_descriptor(monkey
 
 
 def test_bulk_weights_copy_by_tma_and_fewer_cp_async(tmp_path):
-    """The bulk plan's PTX: the weights by cp.async.bulk.tensor on mbarriers, the 16-byte cp.async only for x and the
-    scales; no spills, within shared memory."""
-    plain, bulk = (compile_sm90(c, fast=True, layout="fp8").asm["ptx"] for c in (replace(BULK_PLAN, bulk_weights=0),
-                                                                                   BULK_PLAN))  # fmt: skip
-    assert "cp.async.bulk.tensor.2d" not in plain and "mbarrier.try_wait" not in plain
-    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in bulk
-    assert "mbarrier.try_wait" in bulk
-    assert bulk.count("cp.async.cg.shared.global") < plain.count("cp.async.cg.shared.global")
-    assert spilled_bytes(ptxas_report(bulk, "sm_90a", tmp_path)) == 0
+    """The bulk plan's PTX: each K tile's issue takes one expect on its stage's barrier and the weights' copies by TMA
+    in place of each thread's four 16-byte cp.async of them (x and the scales keep theirs); the barriers are
+    invalidated before the epilogue; no spills, within shared memory."""
+    plain, bulk = (compile_sm90(c, fast=True, layout="fp8") for c in (replace(BULK_PLAN, bulk_weights=0), BULK_PLAN))
+    plain_ptx, bulk_ptx = plain.asm["ptx"], bulk.asm["ptx"]
+    assert "cp.async.bulk.tensor" not in plain_ptx and "mbarrier" not in plain_ptx
+    issues = bulk_ptx.count("mbarrier.arrive.expect_tx")
+    copies = bulk_ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes")
+    assert issues and copies == 2 * issues  # a 128-row tile: two row blocks
+    weight_copies = 128 * 128 // 16 // (32 * BULK_PLAN.num_warps)  # a thread's 16-byte pieces of a K tile's weights
+    assert plain_ptx.count("cp.async.cg.shared.global") - bulk_ptx.count("cp.async.cg.shared.global") == (
+        weight_copies * issues
+    )
+    assert "mbarrier.try_wait" in bulk_ptx and "mbarrier.inval" in bulk_ptx
+    assert spilled_bytes(ptxas_report(bulk_ptx, "sm_90a", tmp_path)) == 0
+    assert bulk.metadata.shared <= 227 * 1024
 
 
 def test_fast_byte_tables_are_e4m3_of_every_magnitude_at_every_d():

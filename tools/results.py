@@ -514,6 +514,7 @@ SOL = {"us under ncu": r"Duration\s+us\s+([\d.]+)", "SM GHz": r"SM Frequency\s+G
        "DRAM throughput": r"DRAM Throughput\s+%\s+([\d.]+)",
        "registers": r"Registers Per Thread\s+register/thread\s+(\d+)",
        "achieved warps an SM": r"Achieved Active Warps Per SM\s+warp\s+([\d.]+)"}  # fmt: skip
+MBYTES = {"Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3}
 ACTIVE = r"Active Warps Per Scheduler\s+warp\s+([\d.]+)"
 NCU_METRIC = re.compile(r"^\s+([a-z0-9_.]+)\s+(\S+)\s+([\d,.]+)\s*$", re.M)
 
@@ -536,17 +537,18 @@ def _bounds() -> list[str]:
         "|---|" + "---|" * len(SOL),
         *(f"| {c} ({lay}) | " + " | ".join(_sol(t, n) for n in SOL) + " |" for (c, lay), t in full.items()),
     ]
-    moved = []
+    moved, pulled = [], {}
     for c, lay, _ in PROFILED[:2]:
         m = {k: (unit, float(v.replace(",", ""))) for k, unit, v in NCU_METRIC.findall(
             (FAST / f"ncu_bytes_{c}_{lay}.txt").read_text())}  # fmt: skip
-        ghz, sms = m["sm__cycles_elapsed.avg.per_second"][1], 132
+        ghz, dram = m["sm__cycles_elapsed.avg.per_second"][1], m["dram__bytes_read.sum"]
+        sms = int(re.search(r"# SMs\s+SM\s+(\d+)", full[c, lay])[1])
         rate = m["l1tex__m_xbar2l1tex_read_bytes.sum.per_second"]
-        tbps = rate[1] * {"Tbyte/s": 1, "Gbyte/s": 1e-3}[rate[0]]
+        tbps = pulled[c] = rate[1] * {"Tbyte/s": 1, "Gbyte/s": 1e-3}[rate[0]]
         hit = m["lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum"][1] / m["lts__t_sectors_srcunit_tex_op_read.sum"][1]
         moved.append(f"{c} ({lay}) {tbps:.2f} TB/s from L2 into the SMs ({tbps * 1e3 / sms / ghz:.0f} bytes a cycle "
                      f"an SM at {ghz} GHz), {hit:.1%} of its reads hit L2, "
-                     f"{m['dram__bytes_read.sum'][1]:.0f} MB read from DRAM")  # fmt: skip
+                     f"{dram[1] * MBYTES[dram[0]]:.0f} MB read from DRAM")  # fmt: skip
     readers = json.loads((FAST / "l2_ceiling.json").read_text())["l2_rows"]
     reader_rows = [
         "| programs an SM | warps | TB/s | GB/s an SM |",
@@ -567,15 +569,16 @@ def _bounds() -> list[str]:
         "",
         *sol,
         "",
-        "Bytes the SMs read from L2 in the same launches (`ncu --metrics l1tex__m_xbar2l1tex_read_bytes.sum,... "
-        "python3 tools/sanitize_case.py ...`: `ncu_bytes_*.txt`): " + "; ".join(moved) + ". What plain readers pull "
-        "from L2 (`l2_ceiling.json`: `python3 tools/read_ceiling.py --l2`; a 16 MB buffer read again and again past "
-        "L1, 16 bytes a thread a load):",
+        "Bytes the SMs read from L2 on the same cases, one launch each (`ncu --metrics "
+        "l1tex__m_xbar2l1tex_read_bytes.sum,... python3 tools/sanitize_case.py ...`: `ncu_bytes_*.txt`): "
+        + "; ".join(moved)
+        + ". What plain readers pull from L2 (`l2_ceiling.json`: `python3 tools/read_ceiling.py --l2`; a 16 MB "
+        "buffer read again and again past L1, 16 bytes a thread a load):",
         "",
         *reader_rows,
         "",
-        "The 8-warp readers pull less as programs are added: a limit of that reader (not explained), not of L2, "
-        "whose 8-warp kernel programs pull more.",
+        "The 8-warp readers pull less as programs are added: a limit of that reader (its cause not known), not of "
+        f"L2: the kernel's one 8-warp program an SM pulls {pulled[PROFILED[0][0]]:.1f} TB/s at {PROFILED[0][0]}.",
         "",
         "Stall sampling split around each launch's hottest loop (`ncu --section SourceCounters --section "
         "WarpStateStats ...`, reduced by `tools/ncu_regions.py reduce` and summed by `tools/ncu_regions.py hot`; the "
@@ -846,15 +849,16 @@ def fast() -> str:
         *_sanitize_table(FAST / "fp8_sanitize.log"),
         "",
         "The block_m 128 entry with its weight tiles by TMA (`bulk_weights`: two 8 KB copies a K tile on an mbarrier "
-        "a stage, x and the scales by cp.async as before), run first, second, third and fourth against the entry "
+        "a stage, x and the scales by cp.async as before), alternating with the entry, each run twice "
         "(`sweep_bulk.json`: `python tools/sweep_sm90.py --precision fast --layouts fp8 --cases ... --configs "
-        '"E;E,bulk_weights=1;E;E,bulk_weights=1" --json ...`, E the entry\'s fields):',
+        '"E;E,bulk_weights=1;E;E,bulk_weights=1" --json ...`, E the entry\'s fields; its bulk kernel did not yet '
+        "invalidate the barriers after the K loop, a bar.sync and four instructions a program):",
         "",
         *_config_sweep("sweep_bulk.json"),
         "",
         f"Against the reference and the packed words' bytes: {_closing(FAST / 'bulk_edges.log')} (`bulk_edges.log`: "
-        "`pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k layout_fp8`, the bulk plan at K = 96, "
-        "384 and 2880 and on the every-width slices among them). compute-sanitizer with it forced "
+        "`pytest suites/test_kernel_edges.py --gpu hopper --precision fast` on the bulk plan's ids of "
+        "`-k layout_fp8`: K = 96, 384 and 2880, and the every-width slices). compute-sanitizer with it forced "
         "(`bulk_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE=bulk_weights=1 bash "
         "tools/sanitize.sh` with the cases below):",
         "",
