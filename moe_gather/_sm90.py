@@ -294,6 +294,24 @@ class _Buffers:
         return _Buffers(self.x.index(i), self.w.index(i), self.s.index(i), self.x_tail.index(i), self.bar.index(i))
 
 
+@aggregate
+class _Slots:
+    """A ring of two stages, each its own allocation (one-stage _Buffers): Triton's barrier analysis tells them apart,
+    where it cannot tell the stages of one allocation apart. Its stages are taken by constexpr index only."""
+
+    first: _Buffers
+    second: _Buffers
+    x: gl.shared_memory_descriptor
+
+    @gluon.constexpr_function
+    def __init__(self, first, second):
+        self.first, self.second, self.x = first, second, first.x
+
+    @gluon.jit
+    def stage(self, i: gl.constexpr):
+        return (self.first, self.second)[i].stage(0)
+
+
 @gluon.constexpr_function
 def _folded(dtype):
     """Whether the weights the kernel reads are the fold's e4m3 bytes (layout "fp8"), not int32 packed words."""
@@ -552,10 +570,21 @@ def _ref_scales(stage: _Buffers, acc_layout: gl.constexpr):
 
 
 @gluon.jit
+def _chunk_stage(rings, ring: gl.constexpr, p0, c: gl.constexpr, FIRST: gl.constexpr, RING: gl.constexpr,
+                 SLOTS: gl.constexpr):  # fmt: skip
+    """Step p0 + c's stage in ring `ring`. SLOTS (rings of _Slots, RING 2): p0 - FIRST is a multiple of four, so the
+    slot, (p0 + c) // 2 % 2, is (FIRST + c) // 2 % 2, known when compiling."""
+    if SLOTS:
+        return rings[ring].stage((FIRST + c) // 2 % RING)
+    else:
+        return rings[ring].stage((p0 + c) // 2 % RING)
+
+
+@gluon.jit
 def _fast_chunk(sums: _Sums, rings, src: _Sources, p0, STEPS: gl.constexpr, FIRST: gl.constexpr,
                 AHEAD: gl.constexpr, RING: gl.constexpr, WHOLE: gl.constexpr, N: gl.constexpr,
                 BLOCK_N: gl.constexpr, TAIL_ROWS: gl.constexpr, BULK: gl.constexpr = False,
-                ROW_TILES: gl.constexpr = 0) -> _Sums:  # fmt: skip
+                ROW_TILES: gl.constexpr = 0, SLOTS: gl.constexpr = False) -> _Sums:  # fmt: skip
     """STEPS whole K tiles from step p0 (p0 - FIRST even: step p lives in ring p % 2), the fast mode: each step's
     wgmmas issued into one of two partials while the previous step's partial is promoted; the last one drained.
     Loads run AHEAD steps ahead, into the slot of step p + AHEAD - 4 (RING 2): promoted before they are issued.
@@ -566,23 +595,23 @@ def _fast_chunk(sums: _Sums, rings, src: _Sources, p0, STEPS: gl.constexpr, FIRS
     for r in gl.static_range(STEPS):
         cp.wait_group(AHEAD - 1)
         gl.thread_barrier()  # step p0 + r has landed
-        ahead = rings[(FIRST + r + AHEAD) % 2].stage((p0 + r + AHEAD) // 2 % RING)
+        ahead = _chunk_stage(rings, (FIRST + r + AHEAD) % 2, p0, r + AHEAD, FIRST, RING, SLOTS)
         _issue_loads(p0 + r + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS, BULK, ROW_TILES)
-        landed = rings[(FIRST + r) % 2].stage((p0 + r) // 2 % RING)
+        landed = _chunk_stage(rings, (FIRST + r) % 2, p0, r, FIRST, RING, SLOTS)
         if BULK:
             mbarrier.wait(landed.bar, (p0 + r) // 2 // RING & 1)
         if r % 2 == 0:
             even_flight = _fast_chain(landed, even, BLOCK_N)[0]
             if r > 0:  # the previous step's partial, while this step's wgmmas run
                 odd = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(odd_flight,))
-                before = rings[(FIRST + r - 1) % 2].stage((p0 + r - 1) // 2 % RING)
+                before = _chunk_stage(rings, (FIRST + r - 1) % 2, p0, r - 1, FIRST, RING, SLOTS)
                 acc = _promote(odd, _ref_scales(before, acc_layout)[:, None], acc)
         else:
             odd_flight = _fast_chain(landed, odd, BLOCK_N)[0]
             even = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(even_flight,))
-            before = rings[(FIRST + r - 1) % 2].stage((p0 + r - 1) // 2 % RING)
+            before = _chunk_stage(rings, (FIRST + r - 1) % 2, p0, r - 1, FIRST, RING, SLOTS)
             acc = _promote(even, _ref_scales(before, acc_layout)[:, None], acc)
-    last = rings[(FIRST + STEPS - 1) % 2].stage((p0 + STEPS - 1) // 2 % RING)
+    last = _chunk_stage(rings, (FIRST + STEPS - 1) % 2, p0, STEPS - 1, FIRST, RING, SLOTS)
     if STEPS % 2:
         even = warpgroup_mma_wait(num_outstanding=0, deps=(even_flight,))
         acc = _promote(even, _ref_scales(last, acc_layout)[:, None], acc)
@@ -707,6 +736,7 @@ def _tile(
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
     TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_ALL: gl.constexpr = 0,
     K_SPLITS: gl.constexpr = 1, WS_M: gl.constexpr = 0, BULK_W: gl.constexpr = False,
+    SLOT_BUFFERS: gl.constexpr = False,
 ):  # fmt: skip
     """One program's tile: tokens [m0, m0 + BLOCK_M + TAIL_ROWS) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. TAIL_ROWS tokens past BLOCK_M (0, or a power of two) get a wgmma of their
@@ -761,9 +791,18 @@ def _tile(
     w_dtype: gl.constexpr = words_ptr.dtype.element_ty
     # BULK_W (Sm90Config.bulk_weights) on the fp8 layout: its weight tiles by TMA, each stage's on an mbarrier.
     BULK: gl.constexpr = BULK_W and _folded(w_dtype)
-    rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK),)
-    if PARITY_RINGS:
-        rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK))
+    SLOTS: gl.constexpr = SLOT_BUFFERS and FAST and PARITY_RINGS and OVERLAP_TILES == 4 and not TAIL_ROWS and RING == 2
+    if SLOTS:  # each stage its own allocation (the chunks of four, 4 stages)
+        rings = (
+            _Slots(_ring(x_ptr.dtype.element_ty, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK),
+                   _ring(x_ptr.dtype.element_ty, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK)),
+            _Slots(_ring(x_ptr.dtype.element_ty, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK),
+                   _ring(x_ptr.dtype.element_ty, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK)),
+        )  # fmt: skip
+    else:
+        rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK),)
+        if PARITY_RINGS:
+            rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK))
     if BULK:
         fence_async_shared()  # the barriers' init, before the copies that complete on them
         gl.thread_barrier()
@@ -843,21 +882,22 @@ def _tile(
     if CHUNKS:  # fast, parity rings: chunks of OVERLAP_TILES steps, drained at their ends
         for p0 in range(FIRST, FIRST + WHOLE // OVERLAP_TILES * OVERLAP_TILES, OVERLAP_TILES):
             sums = _fast_chunk(sums, rings, src, p0, OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS,
-                               BULK, ROW_TILES)  # fmt: skip
+                               BULK, ROW_TILES, SLOTS)  # fmt: skip
         if WHOLE % OVERLAP_TILES:
             sums = _fast_chunk(sums, rings, src, FIRST + WHOLE // OVERLAP_TILES * OVERLAP_TILES,
                                WHOLE % OVERLAP_TILES, FIRST, AHEAD, RING, WHOLE, N, BLOCK_N, TAIL_ROWS, BULK,
-                               ROW_TILES)  # fmt: skip
-    for p0 in range(FIRST, K_TILES - RINGS + 1 if not OVERLAP else FIRST, RINGS):
-        for r in gl.static_range(RINGS):
-            p = p0 + r  # in ring (r + FIRST) % RINGS
-            cp.wait_group(AHEAD - 1)
-            gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
-            ahead = rings[(r + FIRST + AHEAD) % RINGS].stage((p + AHEAD) // RINGS % RING)  # the other parity's ring
-            _issue_loads(p + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # whole tiles only
-            landed = rings[(r + FIRST) % RINGS].stage(p // RINGS % RING)
-            sums = _mma_tile(sums, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, TWO_PARTIALS,
-                             TAIL_ROWS, FAST)  # fmt: skip
+                               ROW_TILES, SLOTS)  # fmt: skip
+    if not OVERLAP:
+        for p0 in range(FIRST, K_TILES - RINGS + 1, RINGS):
+            for r in gl.static_range(RINGS):
+                p = p0 + r  # in ring (r + FIRST) % RINGS
+                cp.wait_group(AHEAD - 1)
+                gl.thread_barrier()  # step p has landed (every thread's copies); every wgmma of step p - 1 is done
+                ahead = rings[(r + FIRST + AHEAD) % RINGS].stage((p + AHEAD) // RINGS % RING)  # the other ring
+                _issue_loads(p + AHEAD - FIRST, ahead, src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS)  # whole tiles only
+                landed = rings[(r + FIRST) % RINGS].stage(p // RINGS % RING)
+                sums = _mma_tile(sums, landed, x16_smem, BLOCK_N, BLOCK_M, F16, ZERO_SCALE, BLOCKS, TWO_PARTIALS,
+                                 TAIL_ROWS, FAST)  # fmt: skip
     if WHOLE % RINGS and not CHUNKS:  # parity rings and an odd number of whole tiles: the last step
         cp.wait_group(AHEAD - 1)
         gl.thread_barrier()
@@ -868,7 +908,7 @@ def _tile(
         gl.thread_barrier()
         for ring in gl.static_range(RINGS):
             for i in gl.static_range(RING):
-                mbarrier.invalidate(rings[ring].bar.index(i))
+                mbarrier.invalidate(rings[ring].stage(i).bar)
 
     acc = sums.acc
     ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0
@@ -915,6 +955,7 @@ def _bmm1_sm90_kernel(
     OVERLAP_TILES: gl.constexpr = False,  # Sm90Config.overlap_tiles
     K_SPLITS: gl.constexpr = 1,  # Sm90Config.k_splits, as K's tiles allow (_k_splits)
     BULK_W: gl.constexpr = False,  # Sm90Config.bulk_weights, on weights in the fp8 layout
+    SLOT_BUFFERS: gl.constexpr = False,  # Sm90Config.slot_buffers
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     split = gl.program_id(0) % K_SPLITS  # a tile's splits are consecutive programs
@@ -934,17 +975,20 @@ def _bmm1_sm90_kernel(
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
         _split_tile(call, m0, K, N, BLOCK_M // 4, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W,
+                    SLOT_BUFFERS)  # fmt: skip
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
         _split_tile(call, m0, K, N, BLOCK_M // 2, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W,
+                    SLOT_BUFFERS)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
         # a ring one stage shallower, odd: unpaired
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
               0)  # fmt: skip
     else:
         _split_tile(call, m0, K, N, BLOCK_M, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W,
+                    SLOT_BUFFERS)  # fmt: skip
 
 
 @gluon.jit
@@ -952,13 +996,13 @@ def _split_tile(
     call: _Call, m0, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
     TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_SPLITS: gl.constexpr,
-    WS_M: gl.constexpr, BULK_W: gl.constexpr = False,
+    WS_M: gl.constexpr, BULK_W: gl.constexpr = False, SLOT_BUFFERS: gl.constexpr = False,
 ):  # fmt: skip
     """_tile (without tail rows) over the whole of K, or over split call.split's K tiles: every split but the last
     takes PER whole tiles, the last the rest (with the tile that K ends inside)."""
     if K_SPLITS == 1:
         _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
-              OVERLAP_TILES, BULK_W=BULK_W)  # fmt: skip
+              OVERLAP_TILES, BULK_W=BULK_W, SLOT_BUFFERS=SLOT_BUFFERS)  # fmt: skip
     else:
         PER: gl.constexpr = _split_tiles(K, K_SPLITS)
         if call.split < K_SPLITS - 1:
@@ -1013,6 +1057,7 @@ def kernel_constexprs(
         "OVERLAP_TILES": int(config.overlap_tiles),
         "K_SPLITS": _k_splits(config.k_splits, k),
         "BULK_W": bool(config.bulk_weights),
+        "SLOT_BUFFERS": bool(config.slot_buffers),
     }
 
 

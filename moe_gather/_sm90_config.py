@@ -60,6 +60,9 @@ class Sm90Config:
     # With fp8_layout: each K tile's weights by TMA (one 8 KB copy a row block, on an mbarrier a stage) instead of
     # cp.async of 16 bytes a thread (1,024 a 128-row tile): fewer copy instructions. The chunks of four K tiles only.
     bulk_weights: bool = False
+    # The fast precision's chunks of four K tiles on 4 stages with each stage in its own allocation (its slots known
+    # when compiling): Triton's barrier analysis then adds no second bar.sync a K tile.
+    slot_buffers: bool = False
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -106,6 +109,11 @@ class Sm90Config:
             raise ValueError(
                 f"Sm90Config: bulk_weights reads the fp8 layout in chunks of four K tiles (overlap_tiles=4), without"
                 f" tail_rows or k_splits, got {self}"
+            )
+        if self.slot_buffers and not (self.overlap_tiles == 4 and self.num_stages == 4 and not self.tail_rows):
+            raise ValueError(
+                f"Sm90Config: slot_buffers runs the chunks of four K tiles (overlap_tiles=4) on 4 stages, without"
+                f" tail_rows, got {self}"
             )
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")

@@ -384,7 +384,8 @@ FP8_LAYOUT_PLANS = [
     for c in (*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])
 ]
 BULK_PLAN = dataclasses.replace(next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout), bulk_weights=True)
-FP8_LAYOUT_PLANS.append(BULK_PLAN)
+SLOTS_PLAN = dataclasses.replace(BULK_PLAN, bulk_weights=False, slot_buffers=True)  # each stage its own allocation
+FP8_LAYOUT_PLANS += [BULK_PLAN, SLOTS_PLAN]
 
 
 def _both_layouts(problem, weights, config, description):
@@ -409,10 +410,10 @@ def fp8_layout(params):
     return bmm1.prepare_weights(params.weights, precision="fast", layout="fp8")
 
 
-@pytest.mark.parametrize("config", [*FP8_LAYOUT_PLANS[: len(_sm90.FAST_CONFIGS)], BULK_PLAN], ids=str)
+@pytest.mark.parametrize("config", [*FP8_LAYOUT_PLANS[: len(_sm90.FAST_CONFIGS)], BULK_PLAN, SLOTS_PLAN], ids=str)
 def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, config):
     """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout, and the block_m
-    128 entry's weight tiles by TMA."""
+    128 entry's weight tiles by TMA and its stages in allocations of their own."""
     problem = _every_width_problem(params)
     _both_layouts(problem, fp8_layout, config, "tile widths, layout fp8")
 

@@ -194,6 +194,26 @@ def test_bulk_weights_copy_by_tma_and_fewer_cp_async(tmp_path):
     assert bulk.metadata.shared <= 227 * 1024
 
 
+@pytest.mark.parametrize("layout", ["mxfp4", "fp8"])
+def test_slot_buffers_keep_one_bar_sync_a_k_tile(layout, tmp_path):
+    """The chunks of four K tiles load into the ring being read (4 stages, two loaded ahead): with one allocation a
+    ring Triton's barrier analysis adds a second bar.sync a tile; with each stage its own allocation (slot_buffers)
+    one a tile stays, the loop no longer and spilling no more. Off the chunks of four, slot_buffers is refused."""
+    large = next(c for _, c in _sm90.FAST_CONFIGS if c.overlap_tiles == 4)
+    for bad in ({"overlap_tiles": 2}, {"num_stages": 6}):
+        with pytest.raises(ValueError, match="slot_buffers runs the chunks of four K tiles"):
+            replace(large, slot_buffers=True, **bad)
+    loops, spills = [], []
+    for config in (large, replace(large, slot_buffers=True)):
+        kernel = compile_sm90(config, fast=True, layout=layout)
+        loops.append(main_loop_sass(kernel.asm["cubin"], tmp_path, wgmma=_wgmma(128)))
+        spills.append(spilled_bytes(ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)))
+        assert kernel.metadata.shared <= 227 * 1024
+    (rings, slots), tiles = [loop.count("BAR.SYNC.DEFER_BLOCKING") for loop in loops], large.overlap_tiles
+    assert (rings, slots) == (2 * tiles, tiles)
+    assert len(loops[1]) <= len(loops[0]) and spills[1] <= spills[0]
+
+
 def test_fast_byte_tables_are_e4m3_of_every_magnitude_at_every_d():
     """The fold's arithmetic: FAST_TABLE_* less d * 8 on each nonzero byte is, byte for byte, the e4m3 encoding of
     the e2m1 magnitude times 2 ** (6 - d) for every d of the window (no borrow between bytes, the smallest value
