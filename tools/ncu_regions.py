@@ -65,33 +65,43 @@ def _region(address: int, loops: list[tuple[int, int]]) -> str:
     return "end" if address > max(hi for _, hi in loops) else "between"
 
 
+def _read(small: str) -> tuple[list[dict], list[int], int, int]:
+    """A reduced page's rows, their addresses, the warps (the kernel's first instruction runs once in each) and the
+    samples in all."""
+    with _open(small) as f:
+        rows = list(csv.DictReader(f))
+    return rows, [int(r["Address"], 16) for r in rows], int(rows[0][EXECUTED]), sum(int(r[SAMPLES] or 0) for r in rows)
+
+
 def _stats(span: list[dict], once: int, total: int) -> dict[str, float]:
     samples = sum(int(r[SAMPLES] or 0) for r in span)
     stalls = {s: sum(int(r[s] or 0) for r in span) / max(samples, 1) for s in STALLS}
     return {"instructions": sum(int(r[EXECUTED] or 0) for r in span) / once, "samples": samples / total, **stalls}
 
 
-def _loops(rows: list[dict]) -> list[tuple[int, int]]:
+def _loops(rows: list[dict], addresses: list[int]) -> list[tuple[int, int]]:
+    """(first, last address) of each backward branch's span, in order."""
     return sorted(
-        (int(m[1], 16), int(r["Address"], 16))
-        for r in rows
-        if (m := BRANCH.search(r["Source"])) and int(m[1], 16) < int(r["Address"], 16)
+        (int(m[1], 16), a)
+        for a, r in zip(addresses, rows, strict=True)
+        if (m := BRANCH.search(r["Source"])) and int(m[1], 16) < a
     )
 
 
 def hot(small: str) -> dict[str, dict[str, float]]:
     """As regions(), split around the loop with the most samples (a config's main tile): 'before' it (the start,
     and any other tile width's code placed earlier), 'hot loop', 'after' it (the rest of K, the epilogue)."""
-    with _open(small) as f:
-        rows = list(csv.DictReader(f))
-    once, total = int(rows[0][EXECUTED]), sum(int(r[SAMPLES] or 0) for r in rows)
-    spans = [[r for r in rows if lo <= int(r["Address"], 16) <= hi] for lo, hi in _loops(rows)]
-    lo, hi = _loops(rows)[max(range(len(spans)), key=lambda i: sum(int(r[SAMPLES] or 0) for r in spans[i]))]
-    address = [int(r["Address"], 16) for r in rows]
+    rows, addresses, once, total = _read(small)
+    rows_at = list(zip(addresses, rows, strict=True))
+
+    def samples(span):
+        return sum(int(r[SAMPLES] or 0) for a, r in rows_at if span[0] <= a <= span[1])
+
+    lo, hi = max(_loops(rows, addresses), key=samples)
     return {
-        "before": _stats([r for a, r in zip(address, rows, strict=True) if a < lo], once, total),
-        "hot loop": _stats([r for a, r in zip(address, rows, strict=True) if lo <= a <= hi], once, total),
-        "after": _stats([r for a, r in zip(address, rows, strict=True) if a > hi], once, total),
+        "before": _stats([r for a, r in rows_at if a < lo], once, total),
+        "hot loop": _stats([r for a, r in rows_at if lo <= a <= hi], once, total),
+        "after": _stats([r for a, r in rows_at if a > hi], once, total),
     }
 
 
@@ -99,28 +109,12 @@ def regions(small: str) -> dict[str, dict[str, float]]:
     """{'start' | 'loop' | 'between' | 'end': {'instructions': per warp, 'samples': share, stall: share of the
     region}}. Loops are the spans of backward branches; 'between' is code between two loops (another tile width's or
     another split's prologue)."""
-    with _open(small) as f:
-        rows = list(csv.DictReader(f))
-    addresses = [int(r["Address"], 16) for r in rows]
-    loops = sorted(
-        (int(m[1], 16), a)
-        for a, r in zip(addresses, rows, strict=True)
-        if (m := BRANCH.search(r["Source"])) and int(m[1], 16) < a
-    )
-    once = int(rows[0][EXECUTED])  # the kernel's first instruction: every warp runs it once
-    total = sum(int(r[SAMPLES] or 0) for r in rows)
+    rows, addresses, once, total = _read(small)
+    loops = _loops(rows, addresses)
     spans: dict[str, list[dict]] = {"start": [], "loop": [], "between": [], "end": []}
     for address, row in zip(addresses, rows, strict=True):
         spans[_region(address, loops)].append(row)
-    result = {}
-    for name, span in spans.items():
-        if not span:
-            continue
-        samples = sum(int(r[SAMPLES] or 0) for r in span)
-        stalls = {s: sum(int(r[s] or 0) for r in span) / max(samples, 1) for s in STALLS}
-        result[name] = {"instructions": sum(int(r[EXECUTED] or 0) for r in span) / once,
-                        "samples": samples / total, **stalls}  # fmt: skip
-    return result
+    return {name: _stats(span, once, total) for name, span in spans.items() if span}
 
 
 def summary(small: str, by=None) -> str:

@@ -506,7 +506,7 @@ DURATION = re.compile(r"Duration\s+us\s+([\d.]+)")
 PROFILED = (("uniform-bs16384", "fp8", "the block_m 128 entry on the fp8 layout"),
             ("uniform-bs3072", "mxfp4", "the block_m 64 entry"), ("zipf-bs8192", "mxfp4", "the block_m 64 entry"),
             ("uniform-bs32", "mxfp4", "the first entry"))  # fmt: skip
-SOL = {"us under ncu": r"Duration\s+us\s+([\d.]+)", "SM GHz": r"SM Frequency\s+Ghz\s+([\d.]+)",
+SOL = {"us under ncu": DURATION.pattern, "SM GHz": r"SM Frequency\s+Ghz\s+([\d.]+)",
        "busiest pipe": r"(\w+) is the highest-utilized pipeline \(([\d.]+)%\)",
        "issue slots busy": r"Issue Slots Busy\s+%\s+([\d.]+)",
        "eligible / active warps a scheduler": r"Eligible Warps Per Scheduler\s+warp\s+([\d.]+)",
