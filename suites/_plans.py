@@ -1,6 +1,8 @@
 """Launch plans of the sm90 kernels that no table entry runs, shared by the CPU compile tests (suites/test_sm90.py)
 and the GPU tests (suites/test_kernel_edges.py)."""
 
+from dataclasses import replace
+
 from moe_gather import _sm90
 
 # The warp-specialized tile (fast only): a producer warpgroup, two consumers on block_m 128.
@@ -22,3 +24,9 @@ K_SPLITS_PLANS = [
     _sm90.Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, k_splits=3),
     _sm90.Sm90Config(16, 4, 4, narrow_last_tile=1, k_splits=8),
 ]
+
+# The fast table's block_m 128 entry on the fp8 layout with its weight tiles by TMA, and with each stage its own
+# allocation.
+FP8_ENTRY = next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout)
+BULK_PLAN = replace(FP8_ENTRY, bulk_weights=True)
+SLOTS_PLAN = replace(FP8_ENTRY, slot_buffers=True)

@@ -9,7 +9,7 @@ import functools
 
 import pytest
 import torch
-from _plans import K_SPLITS_PLANS, SPLIT_K_PLANS, WS_CONFIG
+from _plans import BULK_PLAN, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, WS_CONFIG
 
 from moe_gather import _sm90, bmm1
 from moe_gather.mxfp4 import MXFP4Weights
@@ -378,14 +378,13 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
 
 
 # The fast precision's fp8 layout read by each entry of its table, its K tiles in pairs, and split between programs;
-# the block_m 128 entry with its weight tiles by TMA (bulk_weights).
+# the block_m 128 entry with its weight tiles by TMA (bulk_weights) and with each stage its own allocation.
 FP8_LAYOUT_PLANS = [
-    dataclasses.replace(c, fp8_layout=True)
-    for c in (*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])
-]
-BULK_PLAN = dataclasses.replace(next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout), bulk_weights=True)
-SLOTS_PLAN = dataclasses.replace(BULK_PLAN, bulk_weights=False, slot_buffers=True)  # each stage its own allocation
-FP8_LAYOUT_PLANS += [BULK_PLAN, SLOTS_PLAN]
+    *(dataclasses.replace(c, fp8_layout=True)
+      for c in (*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])),
+    BULK_PLAN,
+    SLOTS_PLAN,
+]  # fmt: skip
 
 
 def _both_layouts(problem, weights, config, description):

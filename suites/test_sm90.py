@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import triton
-from _plans import K_SPLITS_PLANS, WS_CONFIG
+from _plans import BULK_PLAN, FP8_ENTRY, K_SPLITS_PLANS, WS_CONFIG
 from _ptxas import (
     after_main_loop_sass,
     innermost_loops_sass,
@@ -151,9 +151,6 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
             assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
 
 
-BULK_PLAN = replace(next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout), bulk_weights=True)
-
-
 def test_bulk_weights_are_the_fp8_layout_s_in_chunks_and_get_a_descriptor(monkeypatch):
     """bulk_weights is refused by name off the fp8 layout's chunks of four; the launcher hands the kernel a TMA
     descriptor of the fold's bytes (64-row boxes of 128 bytes) only where the config reads them."""
@@ -199,7 +196,7 @@ def test_slot_buffers_keep_one_bar_sync_a_k_tile(layout, tmp_path):
     """The chunks of four K tiles load into the ring being read (4 stages, two loaded ahead): with one allocation a
     ring Triton's barrier analysis adds a second bar.sync a tile; with each stage its own allocation (slot_buffers)
     one a tile stays, the loop no longer and spilling no more. Off the chunks of four, slot_buffers is refused."""
-    large = next(c for _, c in _sm90.FAST_CONFIGS if c.overlap_tiles == 4)
+    large = FP8_ENTRY
     for bad in ({"overlap_tiles": 2}, {"num_stages": 6}):
         with pytest.raises(ValueError, match="slot_buffers runs the chunks of four K tiles"):
             replace(large, slot_buffers=True, **bad)
