@@ -1133,7 +1133,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                         f"config: k_splits={splits} at block_m {config.block_m} would keep {count * 4 / 2**20:.0f} MiB"
                         f" of sums for {grid_tiles} tiles, over {K_SPLITS_SCRATCH >> 20} MiB: it is for decode"
                     )
-                sums = torch.empty(count, dtype=torch.float32, device=gather_indx.device)
+                sums = ragged.split_sums(count)
                 arrivals = ragged.arrivals(grid_tiles)
             _bmm1_sm90_kernel[(grid_tiles * splits,)](
                 x, words, w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,

@@ -1,5 +1,6 @@
 """Config tables of the kernels: rows per slice (each kernel says which estimate) -> config, first match wins."""
 
+import functools
 import os
 from dataclasses import replace
 
@@ -16,12 +17,17 @@ def lookup(table, slice_size: int):
     return next(c for limit, c in table if slice_size <= limit)
 
 
+@functools.cache  # a rule's few configs, made (and checked) once each
+def _with(entry, fields: tuple):
+    return replace(entry, **dict(fields))
+
+
 def choose(table, slice_size: int, force_env: str, arch: str, **fields):
     """The table's config for `slice_size` with `fields` replaced (a rule beside the table's key); `force_env`
     (e.g. "block_m=16,num_stages=2") overrides fields of every choice, for tests and sweeps, and drops the rule's
     where the two do not go together (a forced field the config refuses beside them)."""
     entry = lookup(table, slice_size)
-    config = replace(entry, **fields) if fields else entry
+    config = _with(entry, tuple(sorted(fields.items()))) if fields else entry
     if forced := os.environ.get(force_env):
         forced = parse_fields(forced)
         try:

@@ -17,6 +17,7 @@ Dequantization is exact in float32 and float64: e2m1 value times 2 ** (s - 127);
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -135,10 +136,14 @@ def refuse_nan_scales(w: MXFP4Weights) -> None:
         raise ValueError("prepare_weights: e8m0 scale 255 (NaN) is not supported by the kernels")
 
 
+@functools.cache
+def _e2m1_table(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    return torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=dtype, device=device)
+
+
 def e2m1_values(codes: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Packed codes uint8 [..., K/2] -> their e2m1 values [..., K] in `dtype`, unscaled (exact)."""
-    table = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=dtype, device=codes.device)
-    return table[unpack_codes(codes).long()]
+    return _e2m1_table(dtype, codes.device)[unpack_codes(codes).long()]
 
 
 def dequantize_mxfp4(w: MXFP4Weights, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -149,6 +149,12 @@ class RaggedMetadata:
         make = lambda: torch.zeros(tiles, dtype=torch.int32, device=self.slice_sizes.device)
         return self._once(("arrivals", tiles), make)
 
+    def split_sums(self, count: int) -> torch.Tensor:
+        """fp32 [count] on the device, made once per metadata: the K splits' sums (each split stores its own before it
+        arrives, so nothing earlier is read). Shared in stream order, as arrivals()."""
+        make = lambda: torch.empty(count, dtype=torch.float32, device=self.slice_sizes.device)
+        return self._once(("split_sums", count), make)
+
     def widest_first(self, block_m: int, extra: int = 0) -> torch.Tensor:
         """schedule(block_m, extra) ordered by the rows each tile holds, most first (stable: among equals, slices and
         their tiles keep their order), so that slices' last tiles, narrower and cheaper than whole ones, run in the

@@ -19,7 +19,7 @@ SPLIT_K_PLANS = [
 # The table kernel with each tile's K tiles split between programs (the last to finish adds the sums): the first
 # entries' tiles and the block_m 64 one, 2 to 8 splits (8: gpt-oss's 23 K tiles as 3 each and 2 for the last).
 K_SPLITS_PLANS = [
-    _sm90.Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True, k_splits=4),
+    replace(_sm90.CONFIGS[0][1], k_splits=4),  # the first entry
     _sm90.Sm90Config(32, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2, k_splits=2),
     _sm90.Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, k_splits=3),
     _sm90.Sm90Config(16, 4, 4, narrow_last_tile=1, k_splits=8),

@@ -373,7 +373,7 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     problem = _every_width_problem(params)
     out = _check(problem, weights, f"launch plan {config}", config=config)
     if config.warp_specialized and not config.split_k:
-        table = bmm1.run_problem(problem, weights, config=_sm90.TABLES[weights.precision][-1][1])
+        table = bmm1.run_problem(problem, weights, config=_entry(weights, -1))
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
