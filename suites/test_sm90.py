@@ -358,7 +358,8 @@ def test_decode_calls_split_their_k_tiles(precision, monkeypatch):
 
 
 def test_forced_fields_override_every_table_choice(monkeypatch):
-    """MOE_GATHER_SM90_FORCE (tests, sweeps, sanitize runs): the named fields replace every entry's, None included."""
+    """MOE_GATHER_SM90_FORCE (tests, sweeps, sanitize runs): the named fields replace every entry's, None included;
+    a bool field given as 0/1 stays a bool, so the config prints as a table entry would."""
     from moe_gather._table import choose
 
     monkeypatch.setenv(
@@ -369,6 +370,7 @@ def test_forced_fields_override_every_table_choice(monkeypatch):
         assert forced == replace(
             entry, block_m=64, num_warps=8, maxnreg=None, widest_first=0, two_partials=0, tail_rows=16
         )
+        assert type(forced.widest_first) is bool and "widest_first=False" in repr(forced)
 
 
 @pytest.mark.parametrize(("block_m", "narrow", "launched"), [(64, 2, 2), (32, 2, 2), (16, 2, 1), (16, 1, 1), (8, 2, 0)])

@@ -373,6 +373,7 @@ def _sweep_label(r: dict) -> str:
         + (" persistent" if r.get("persistent") else "")
         + (f" k_splits {r['k_splits']}" if r.get("k_splits", 1) > 1 else "")
         + (" bulk weights" if r.get("bulk_weights") else "")
+        + (" slot buffers" if r.get("slot_buffers") else "")
     )
 
 
@@ -856,13 +857,21 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_bulk.json"),
         "",
-        f"Against the reference and the packed words' bytes: {_closing(FAST / 'bulk_edges.log')} (`bulk_edges.log`: "
-        "`pytest suites/test_kernel_edges.py --gpu hopper --precision fast` on the bulk plan's ids of "
-        "`-k layout_fp8`: K = 96, 384 and 2880, and the every-width slices). compute-sanitizer with it forced "
-        "(`bulk_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE=bulk_weights=1 bash "
-        "tools/sanitize.sh` with the cases below):",
+        "Each K tile's four bar.sync halved (`slot_buffers`: each of the 4 stages its own allocation, so Triton's "
+        "barrier analysis tells the slots apart), alone and with the weights by TMA, alternating with the entry, each "
+        "run twice (`sweep_slots.json`: `python tools/sweep_sm90.py --precision fast --layouts fp8 --cases ... "
+        '--configs "E;E,slot_buffers=1;E,bulk_weights=1,slot_buffers=1;E;E,slot_buffers=1;'
+        'E,bulk_weights=1,slot_buffers=1" --json ...`):',
         "",
-        *_sanitize_table(FAST / "bulk_sanitize.log"),
+        *_config_sweep("sweep_slots.json"),
+        "",
+        f"Against the reference and the packed words' bytes, every fp8-layout plan with the two opt-ins: "
+        f"{_closing(FAST / 'opt_in_edges.log')} (`opt_in_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper "
+        "--precision fast -k layout_fp8`: K = 96, 384 and 2880 and the every-width slices). compute-sanitizer with "
+        "each forced (`bulk_sanitize.log`, `slots_sanitize.log`: `PRECISION=fast LAYOUT=fp8 "
+        "MOE_GATHER_SM90_FORCE=bulk_weights=1` (or `slot_buffers=1`) `bash tools/sanitize.sh` with the cases below):",
+        "",
+        *_sanitize_table(FAST / "bulk_sanitize.log", FAST / "slots_sanitize.log"),
         "",
         "## Decode: what bounds it",
         "",
