@@ -17,6 +17,7 @@ The reference, the fp32 GEMM and the vendor's epilogue run on the GPU in float64
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 from collections.abc import Callable
@@ -225,11 +226,16 @@ def markdown(data: dict, json_path: str, page_path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _open(path: str, mode: str = "r"):
+    """A run's JSON file, gzip-compressed where its name ends in .gz (the committed runs are)."""
+    return gzip.open(path, mode + "t") if str(path).endswith(".gz") else open(path, mode)
+
+
 def _merged(paths: list[str]) -> dict:
     """One data set from the JSON of several runs (say one per model): their rows, one summary."""
     parts = []
     for path in paths:
-        with open(path) as f:
+        with _open(path) as f:
             parts.append(json.load(f))
     rows = [row for part in parts for row in part["rows"]]
     data = {key: parts[0][key] for key in ("device", "stack")}
@@ -246,7 +252,7 @@ def main(argv=None):
         "--batch-sizes", default=None, help=f"comma-separated (default: the ladder and {DECODE_BATCHES})"
     )
     parser.add_argument("--no-peer", action="store_true", help="leave triton_kernels out")
-    parser.add_argument("--json", default=None, help="write the rows and their summary here")
+    parser.add_argument("--json", default=None, help="write the rows and their summary here (gzip: a name ending .gz)")
     parser.add_argument("--from-json", nargs="+", default=None, help="read the rows from these instead of measuring")
     parser.add_argument("--markdown", default=None, help="write the results page here")
     args = parser.parse_args(argv)
@@ -274,7 +280,7 @@ def main(argv=None):
             data["interrupted"] = True
         data["summary"] = summarize(rows)
         if args.json:
-            with open(args.json, "w") as f:
+            with _open(args.json, "w") as f:
                 json.dump(data, f, indent=1)
     print(json.dumps(data["summary"], indent=1))
     if args.markdown:

@@ -1,6 +1,7 @@
 """The accuracy anchors (moe_gather.accuracy) on the CPU: the weight fold, the vendor and fp32 paths against the
 golden reference (on the CPU both accumulate exactly enough to agree), and the page rendered from committed data."""
 
+import gzip
 import json
 
 import pytest
@@ -59,6 +60,10 @@ def test_page_renders_from_the_json(params, tmp_path):
     assert "| real | cublas_fp8_fast | 1 |" in page and "| small-uniform-bs64-real |" in page
     worst = data["summary"]["seed/fp32"]
     assert f"| seed | fp32 | 1 | {worst['min_bitwise_equal']:.4%} |" in page
+    # the committed runs are gzip-compressed: the same page from a .json.gz
+    (tmp_path / "a.json.gz").write_bytes(gzip.compress((tmp_path / "a.json").read_bytes()))
+    accuracy.main(["--from-json", str(tmp_path / "a.json.gz"), "--markdown", str(tmp_path / "b.md")])
+    assert (tmp_path / "b.md").read_text() == page.replace("a.json", "a.json.gz").replace("a.md", "b.md")
 
 
 def test_the_module_runs_as_a_script_too(tmp_path, params):

@@ -377,6 +377,25 @@ def _sweep_label(r: dict) -> str:
     )
 
 
+def _fast_beside_cublas(runs: list[dict]) -> list[str]:
+    """Per model, the fast precision against cuBLAS's promoted fp8 GEMM case by case: its worst ulp and scaled
+    error against cuBLAS's, and how many outputs more (or fewer) than cuBLAS's are off the reference or over 1."""
+    lines = ["| model | cases | worst ulp above cuBLAS's | worst scaled above | outputs off the reference more than "
+             "cuBLAS's (min, max; cases fewer / more) | outputs over 1 more (max; cases) |",
+             "|---|---:|---:|---:|---|---|"]  # fmt: skip
+    for run in runs:
+        pairs = [(r["agreement"]["kernel_fast"], r["agreement"]["cublas_fp8"]) for r in run["rows"]]
+        off = [round((c["bitwise_equal"] - f["bitwise_equal"]) * f["count"]) for f, c in pairs]
+        over = [round((f["scaled_over_one"] - c["scaled_over_one"]) * f["count"]) for f, c in pairs]
+        ulp = max(f["max_ulp"] - c["max_ulp"] for f, c in pairs)
+        scaled = max(f["max_scaled"] - c["max_scaled"] for f, c in pairs)
+        lines.append(
+            f"| {run['rows'][0]['model']} | {len(pairs)} | {ulp:g} | {scaled:g} | {min(off)}, {max(off)}; "
+            f"{sum(o < 0 for o in off)} / {sum(o > 0 for o in off)} | {max(over)}; {sum(o > 0 for o in over)} |"
+        )
+    return lines
+
+
 def _config_sweep(name: str) -> list[str]:
     """A sweep of configs on one weights object (tools/sweep_sm90.py --layouts fp8, JSON; a config without
     fp8_layout reads its packed words): per case, each config's time in the order run and over the first's."""
@@ -707,7 +726,7 @@ def fast() -> str:
     rows_20b = json.loads((FAST / "bench_fast_20b.json").read_text())
     accurate_20b = {r["case"]: r for r in json.loads((FAST / "bench_accurate_20b.json").read_text())["rows"]}
     summary_20b, table_20b = _beside_accurate(rows_20b["rows"], accurate_20b)
-    acc_runs = [json.loads((FAST / f"accuracy_{model}.json").read_text()) for model in ("120b", "20b")]
+    acc_runs = [accuracy._merged([str(H200 / f"accuracy_{model}.json.gz")]) for model in ("120b", "20b")]
     acc_rows = [
         f"| {run['rows'][0]['model']} | {key.split('/')[0]} | {key.split('/')[1]} | {w['cases']} | "
         f"{w['min_bitwise_equal']:.4%} | {w['max_ulp']:g} | {w['max_scaled']:g} | {w['max_scaled_over_one']:.4%} |"
@@ -889,12 +908,21 @@ def fast() -> str:
         "",
         *[f"- `{run['command']}` ({run['stack']})" for run in acc_runs],
         "",
-        "The worst over the cases, per model, parameter set and computation (kernel: accurate; kernel_fast: fast; "
-        "cublas_fp8: cuBLAS's promoted fp8 GEMM on the same inputs, the fast precision's budget).",
+        "Every case of both models and parameter sets (the data of `accuracy.md`). The worst over the cases, per "
+        "model, parameter set and computation (kernel: accurate; kernel_fast: fast; cublas_fp8: cuBLAS's promoted "
+        "fp8 GEMM on the same inputs, the fast precision's budget).",
         "",
         "| model | params | computation | cases | bitwise | ulp | scaled | over 1 |",
         "|---|---|---|---:|---:|---:|---:|---:|",
         *acc_rows,
+        "",
+        *_fast_beside_cublas(acc_runs),
+        "",
+        "The kernel's test on every case of both models and parameter sets at the fast precision, with its "
+        f"tolerances (`TOLERANCES['kernel-fast', params]`): packed words {_closing(FAST / 'kernel_all_mxfp4.log')}, "
+        f"fp8 layout {_closing(FAST / 'kernel_all_fp8.log')} (`kernel_all_*.log`: `pytest suites/test_kernel.py "
+        "--gpu hopper --precision fast --layout L --model all --params all -n 4 --dist loadgroup "
+        "--benchmark-disable`; each log's table is every case's agreement, the same in both layouts).",
         "",
         "## Reliability",
         "",
@@ -930,8 +958,8 @@ def fast() -> str:
 
 
 def pages() -> dict[Path, str]:
-    data = accuracy._merged([str(p) for p in sorted(H200.glob("accuracy_*.json"))])
-    json_paths = " ".join(_rel(p) for p in sorted(H200.glob("accuracy_*.json")))
+    data = accuracy._merged([str(p) for p in sorted(H200.glob("accuracy_*.json.gz"))])
+    json_paths = " ".join(_rel(p) for p in sorted(H200.glob("accuracy_*.json.gz")))
     runs = [p for p in (H200 / "mutants").glob("*.json")]
     runs.sort(
         key=lambda p: (p.stem.split("-")[0] != "partial", int(p.stem.split("-")[1]))
