@@ -918,20 +918,17 @@ def fast() -> str:
         "",
         *_fast_beside_cublas(acc_runs),
         "",
-        "The kernel's test on every case of both models and parameter sets at the fast precision, with its "
-        f"tolerances (`TOLERANCES['kernel-fast', params]`): packed words {_closing(FAST / 'kernel_all_mxfp4.log')}, "
-        f"fp8 layout {_closing(FAST / 'kernel_all_fp8.log')} (`kernel_all_*.log`: `pytest suites/test_kernel.py "
-        "--gpu hopper --precision fast --layout L --model all --params all -n 4 --dist loadgroup "
-        "--benchmark-disable`; each log's table is every case's agreement, the same in both layouts).",
+        "The kernel's tests pass its tolerances (`TOLERANCES['kernel-fast', params]`) on every case of both models "
+        "and parameter sets, in both weight layouts (Reliability, below).",
         "",
         "## Reliability",
         "",
-        f"The kernel, edge and reliability tests with --precision fast (the fp16-path tests and the weights outside "
-        f"the fold's window run the accurate kernel): {closing} (`suite.log`: `pytest "
-        "suites/test_kernel.py suites/test_kernel_edges.py suites/test_reliability.py "
-        "suites/test_benchmark.py::test_the_vendor_anchor_computes_the_gemm_it_is_timed_for --gpu hopper "
-        "--precision fast --batch-sizes 1,32,512,2048,8192,31744 -k 'not (layout_fp8 or through_k_splits)'`, the "
-        "tests `fp8_layout_edges.log` ran left out). compute-sanitizer on a case of each table entry "
+        f"The whole suite at the fast precision, every case of both models and parameter sets (guard zones, "
+        f"three-run determinism, the reference and the peer): packed words {closing}, fp8 layout "
+        f"{_closing(FAST / 'suite_fp8.log')} (`suite.log`, `suite_fp8.log`: `pytest suites/ --gpu hopper "
+        "--precision fast --layout L --model all --params all -n 6 --dist loadgroup --benchmark-disable`; each "
+        "ends with every case's agreement, the same in both layouts; the fp16-path tests and weights outside the "
+        "fold's window run the accurate kernel). compute-sanitizer on a case of each table entry "
         "with each tool (`sanitize.log`: `PRECISION=fast bash tools/sanitize.sh`, the cases of "
         "tools/sanitize_cases_fast.txt), with the config each run launched."
         f"{_not_run(FAST / 'sanitize.log', 'sanitize_cases_fast.txt')}",
