@@ -29,9 +29,10 @@ def choose(table, slice_size: int, force_env: str, arch: str, **fields):
     entry = lookup(table, slice_size)
     config = _with(entry, tuple(sorted(fields.items()))) if fields else entry
     if forced := os.environ.get(force_env):
-        # a bool field forced as 0/1 stays a bool (the config prints as the table's would)
+        # a bool field forced as 0/1 stays a bool (the config prints as the table's would); other values stay as given
         forced = {
-            k: bool(v) if isinstance(getattr(entry, k, None), bool) else v for k, v in parse_fields(forced).items()
+            k: bool(v) if isinstance(getattr(entry, k, None), bool) and v in (0, 1) else v
+            for k, v in parse_fields(forced).items()
         }
         try:
             config = replace(config, **forced)

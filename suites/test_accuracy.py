@@ -66,6 +66,21 @@ def test_page_renders_from_the_json(params, tmp_path):
     assert (tmp_path / "b.md").read_text() == page.replace("a.json", "a.json.gz").replace("a.md", "b.md")
 
 
+def test_a_measured_run_is_written_gzip_compressed_where_its_name_says(params, tmp_path, monkeypatch):
+    """`--json X.json.gz` writes gzip (the committed runs), read back whole by --from-json; a plain name writes
+    plain JSON. The measuring itself is replaced by a CPU row (it needs a GPU)."""
+    row = accuracy.measure(make_problem(Case(SMALL, "uniform", 64), "cpu", params), None, False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "CPU")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda: (0, 0))
+    monkeypatch.setattr(accuracy, "run", lambda *args, **kwargs: args[4].append(row))
+    for name, opener in (("a.json.gz", gzip.open), ("a.json", open)):
+        accuracy.main(["--model", "gpt-oss-120b", "--json", str(tmp_path / name)])
+        with opener(tmp_path / name, "rt") as f:
+            assert json.load(f)["rows"] == [row]
+        assert accuracy._merged([str(tmp_path / name)])["summary"] == accuracy.summarize([row])
+
+
 def test_the_module_runs_as_a_script_too(tmp_path, params):
     """`python -m moe_gather.accuracy ARGS` takes the same arguments as `python -m moe_gather accuracy ARGS`."""
     import subprocess
