@@ -346,6 +346,15 @@ def _ring(x_dtype: gl.constexpr, STAGES: gl.constexpr, BLOCK_M: gl.constexpr, TA
     return _Buffers(x, w, s, x_tail, bar)
 
 
+@gluon.jit
+def _slot_ring(x_dtype: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, w_dtype: gl.constexpr,
+               BULK: gl.constexpr):  # fmt: skip
+    """A ring of two stages, each its own one-stage allocation (_Slots)."""
+    return _Slots(
+        _ring(x_dtype, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK), _ring(x_dtype, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK)
+    )
+
+
 @aggregate
 class _Sources:
     """Where one program's copies come from: x rows (its tile's and the tail rows'), words and scales, with the
@@ -792,17 +801,16 @@ def _tile(
     # BULK_W (Sm90Config.bulk_weights) on the fp8 layout: its weight tiles by TMA, each stage's on an mbarrier.
     BULK: gl.constexpr = BULK_W and _folded(w_dtype)
     SLOTS: gl.constexpr = SLOT_BUFFERS and FAST and PARITY_RINGS and OVERLAP_TILES == 4 and not TAIL_ROWS and RING == 2
+    x_dtype: gl.constexpr = x_ptr.dtype.element_ty
     if SLOTS:  # each stage its own allocation (the chunks of four, 4 stages)
         rings = (
-            _Slots(_ring(x_ptr.dtype.element_ty, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK),
-                   _ring(x_ptr.dtype.element_ty, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK)),
-            _Slots(_ring(x_ptr.dtype.element_ty, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK),
-                   _ring(x_ptr.dtype.element_ty, 1, BLOCK_M, 0, BLOCK_N, w_dtype, BULK)),
-        )  # fmt: skip
+            _slot_ring(x_dtype, BLOCK_M, BLOCK_N, w_dtype, BULK),
+            _slot_ring(x_dtype, BLOCK_M, BLOCK_N, w_dtype, BULK),
+        )
     else:
-        rings = (_ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK),)
+        rings = (_ring(x_dtype, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK),)
         if PARITY_RINGS:
-            rings = (rings[0], _ring(x_ptr.dtype.element_ty, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK))
+            rings = (rings[0], _ring(x_dtype, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK))
     if BULK:
         fence_async_shared()  # the barriers' init, before the copies that complete on them
         gl.thread_barrier()
@@ -975,20 +983,17 @@ def _bmm1_sm90_kernel(
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
         _split_tile(call, m0, K, N, BLOCK_M // 4, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W,
-                    SLOT_BUFFERS)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
         _split_tile(call, m0, K, N, BLOCK_M // 2, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W,
-                    SLOT_BUFFERS)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
         # a ring one stage shallower, odd: unpaired
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
               0)  # fmt: skip
     else:
         _split_tile(call, m0, K, N, BLOCK_M, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W,
-                    SLOT_BUFFERS)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip
 
 
 @gluon.jit
