@@ -7,9 +7,11 @@ from dataclasses import replace
 PRINT_ENV = "MOE_GATHER_PRINT_CONFIG"  # "1": print each choice
 
 
-def parse_fields(text: str) -> dict:
-    """ "block_m=64,maxnreg=None" -> {"block_m": 64, "maxnreg": None}: config fields to override."""
-    return {k: None if v == "None" else int(v) for k, v in (item.split("=") for item in text.split(","))}
+def parse_fields(text: str, like=None) -> dict:
+    """ "block_m=64,maxnreg=None" -> {"block_m": 64, "maxnreg": None}: config fields to override. A field that the
+    config `like` holds as a bool, given as 0 or 1, stays a bool (the config prints as a table entry would)."""
+    fields = {k: None if v == "None" else int(v) for k, v in (item.split("=") for item in text.split(","))}
+    return {k: bool(v) if isinstance(getattr(like, k, None), bool) and v in (0, 1) else v for k, v in fields.items()}
 
 
 def lookup(table, slice_size: int):
@@ -29,11 +31,7 @@ def choose(table, slice_size: int, force_env: str, arch: str, **fields):
     entry = lookup(table, slice_size)
     config = _with(entry, tuple(sorted(fields.items()))) if fields else entry
     if forced := os.environ.get(force_env):
-        # a bool field forced as 0/1 stays a bool (the config prints as the table's would); other values stay as given
-        forced = {
-            k: bool(v) if isinstance(getattr(entry, k, None), bool) and v in (0, 1) else v
-            for k, v in parse_fields(forced).items()
-        }
+        forced = parse_fields(forced, entry)
         try:
             config = replace(config, **forced)
         except ValueError:

@@ -65,7 +65,7 @@ def main():
     weights = next(iter(layouts.values()))
     block_ms = tuple(int(m) for m in args.block_m.split(","))
     base = Sm90Config(block_m=32, num_stages=4, num_warps=4)
-    forced = [replace(base, **parse_fields(item)) for item in args.configs.split(";")] if args.configs else None
+    forced = [replace(base, **parse_fields(item, base)) for item in args.configs.split(";")] if args.configs else None
     rows = []
     for name in args.cases.split(","):
         problem = make_problem(Case.named(model, name), "cuda", params)
