@@ -166,15 +166,17 @@ TOLERANCES = {
     # The fast precision: each block's scale folded into the fp8 values, the four wgmmas of a 128-wide K tile chained
     # in fp8 wgmma's accumulator, one fp32 promotion per tile, as cuBLAS's promoted fp8 GEMM accumulates: on each of
     # the 440 cases of results/h200/accuracy.md its worst ulp and scaled error equal cuBLAS's on the same inputs, its
-    # outputs off the reference within -20..+12 of cuBLAS's. The bounds are that budget, cuBLAS's worst over them
-    # (seed 99.77%, 4 ulp, scaled 4, 3.0e-5 over 1; real 99.25%, scaled 13.5, 8.7e-5 over 1).
+    # outputs off the reference within -20..+12 of cuBLAS's. The bounds are that budget: cuBLAS's worst over them
+    # (4 ulp, scaled 4, 3.0e-5 over 1 at the seed's; scaled 13.5, 8.7e-5 over 1 at the real set), and bitwise floors
+    # from its worst on cases of 10^5 outputs or more (99.828%, 99.458%; decode cases by allowed_count), ~1.17x on
+    # the rates: each case uses at most 86% of its allowance, and a partial truncated to 13 bits fails 14 of 16 cases.
     ("kernel-fast", "seed"): Tolerance(
-        0.125, 4e-3, 0.9976, 4, "fp8 wgmma over 128 K, promoted per tile", max_scaled=4, max_scaled_over_one=3e-5
+        0.125, 4e-3, 0.998, 4, "fp8 wgmma over 128 K, promoted per tile", max_scaled=4, max_scaled_over_one=3e-5
     ),
     ("kernel-fast", "real"): Tolerance(
         0.125,
         4e-3,
-        0.9925,
+        0.994,
         float("inf"),
         "fp8 wgmma over 128 K, promoted per tile; ordinals unbounded near zero, see scaled",
         max_scaled=13.5,
@@ -296,6 +298,25 @@ class Agreement:
     def scaled_over_one_fraction(self) -> float:
         return self.scaled_over_one / self.count if self.count else 0.0
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Agreement:
+        """as_dict's numbers back (the counts from their fractions, rounded)."""
+        count = d["count"]
+        return cls(
+            count, round(d["bitwise_equal"] * count), d["max_ulp"], d["nan_mismatch"], d["max_scaled"],
+            round(d["scaled_over_one"] * count),
+        )  # fmt: skip
+
+    def within(self, tolerance: Tolerance) -> bool:
+        """The counting bounds of `tolerance`: the bitwise floor and the fraction over 1 as rates (allowed_count),
+        the worst ulp and the worst scaled error."""
+        return (
+            self.count - self.bitwise_equal <= allowed_count(1 - tolerance.min_bitwise_equal, self.count)
+            and self.max_ulp <= tolerance.max_ulp
+            and self.max_scaled <= tolerance.max_scaled
+            and self.scaled_over_one <= allowed_count(tolerance.max_scaled_over_one, self.count)
+        )
+
     def as_dict(self) -> dict:
         """Plain numbers, for reports (pytest's user properties, JSON)."""
         return {
@@ -347,13 +368,7 @@ def check_against(
     if record is not None and agreement is not None:
         record(agreement)
     assert_close(ref, out, maxtol=tolerance.maxtol, rmstol=tolerance.rmstol, description=description)
-    unequal = agreement.count - agreement.bitwise_equal
-    if (
-        unequal > allowed_count(1 - tolerance.min_bitwise_equal, agreement.count)
-        or agreement.max_ulp > tolerance.max_ulp
-        or agreement.max_scaled > tolerance.max_scaled
-        or agreement.scaled_over_one > allowed_count(tolerance.max_scaled_over_one, agreement.count)
-    ):
+    if not agreement.within(tolerance):
         raise AssertionError(
             f"{description}: {agreement}; needs {tolerance.min_bitwise_equal:.3%} bitwise equal, at most "
             f"{tolerance.max_ulp:g} ulp, a scaled error of at most {tolerance.max_scaled:g} and at most "

@@ -1,6 +1,9 @@
 """The golden reference against an independent scalar float64 computation, and the comparison helpers."""
 
+import gzip
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,11 +12,13 @@ from moe_gather.mxfp4 import E2M1_VALUES, unpack_codes
 from moe_gather.problem import Case, MoEModel, make_problem, reference_for
 from moe_gather.reference import (
     TOLERANCES,
+    Agreement,
     Tolerance,
     assert_close,
     check_against,
     compare_fp8,
     e4m3_ordinal,
+    kernel_tolerance,
     round_to_e4m3,
     scaled_errors,
     swiglu_reference,
@@ -169,6 +174,36 @@ def test_check_against_enforces_bitwise_floor():
     two_ulp[500] += 2  # one value two ulps off: within every fraction, beyond the ulp bound
     with pytest.raises(AssertionError, match="at most 1 ulp"):
         check_against(ref, two_ulp.view(torch.float8_e4m3fn), loose)
+
+
+H200 = Path(__file__).parents[1] / "results" / "h200"
+
+
+def _measured(source: str):
+    """(case, params, Agreement) of `source` on every case of the committed H200 accuracy runs."""
+    for path in sorted(H200.glob("accuracy_*.json.gz")):
+        for row in json.loads(gzip.decompress(path.read_bytes()))["rows"]:
+            yield row["case"], row["params"], Agreement.from_dict(row["agreement"][source])
+
+
+# The bounds against the data they come from: the kernel at each precision on its own, and cuBLAS's promoted fp8 GEMM
+# (the fast precision's budget) under the fast bounds.
+@pytest.mark.parametrize("source, precision", [("kernel", "accurate"), ("kernel_fast", "fast"), ("cublas_fp8", "fast")])
+def test_tolerances_hold_every_measured_case(source, precision):
+    measured = list(_measured(source))
+    assert len(measured) == 440  # both models, both parameter sets
+    outside = [case for case, params, a in measured if not a.within(kernel_tolerance(precision, params))]
+    assert not outside, f"{source} outside the {precision} bounds on {outside}"
+
+
+def test_fast_bounds_fail_a_partial_truncated_to_13_bits():
+    """The fast precision's bitwise floors fail its partials truncated to 13 bits (the mutant run's figures)."""
+    run = json.loads((H200 / "mutants" / "fast-partial-13.json").read_text())
+    kernel = [r for r in run["records"] if r["source"] == "kernel"]
+    caught = [r["case"] for r in kernel if not Agreement.from_dict(r).within(
+        kernel_tolerance("fast", "real" if r["case"].endswith("-real") else "seed"))]  # fmt: skip
+    assert len(kernel) == 16 and len(caught) >= 14
+    assert caught == [r["case"] for r in kernel if r["outcome"] == "failed"]  # what the GPU run itself found
 
 
 E4M3_GRID = torch.tensor(E4M3_FINITE, dtype=torch.float32).to(torch.float8_e4m3fn)

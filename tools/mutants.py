@@ -83,8 +83,8 @@ def report(paths: list[str], page: str = "PAGE") -> str:
         "Each mutant (tools/mutants.py) runs the kernel tests on the same cases; a mutant caught fails them. Page: "
         f"`python tools/mutants.py --report {' '.join(paths)} --markdown {page}`.",
         "",
-        "| mutant | params | failed | least bitwise | worst ulp | worst scaled | command |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| mutant | precision | params | failed | least bitwise | worst ulp | worst scaled | command |",
+        "|---|---|---|---:|---:|---:|---:|---|",
     ]
     for path in paths:
         with open(path) as f:
@@ -95,6 +95,7 @@ def report(paths: list[str], page: str = "PAGE") -> str:
             words = words[:at] + words[at + 2 :]
         words = [a for a in words if not a.startswith("--accuracy-json=")]
         command = "python tools/mutants.py " + " ".join(words)
+        precision = words[words.index("--precision") + 1] if "--precision" in words[:-1] else "default"
         for params in ("seed", "real"):
             records = [
                 r
@@ -104,7 +105,7 @@ def report(paths: list[str], page: str = "PAGE") -> str:
             if records:
                 failed = sum(r["outcome"] == "failed" for r in records)
                 lines.append(
-                    f"| {run['mutant']} | {params} | {failed} of {len(records)} | "
+                    f"| {run['mutant']} | {precision} | {params} | {failed} of {len(records)} | "
                     f"{min(r['bitwise_equal'] for r in records):.4%} | {max(r['max_ulp'] for r in records):g} | "
                     f"{max(r['max_scaled'] for r in records):.3g} | `{command}` |"
                 )

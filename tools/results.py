@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gzip
 import json
 import os
 import re
@@ -167,9 +168,19 @@ def _not_run(log: Path, cases: str) -> str:
     return f" Not run yet: {'; '.join(missing)}." if missing else ""
 
 
+def _log(path: Path) -> str:
+    """A log's text, gzip-compressed (.gz) or plain."""
+    return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+
+
 def _closing(path: Path) -> str:
     """pytest's closing counts in a log."""
-    return next((m[1] for line in path.read_text().splitlines() if (m := CLOSING.match(line))), "no closing line")
+    return next((m[1] for line in _log(path).splitlines() if (m := CLOSING.match(line))), "no closing line")
+
+
+def _failures(path: Path) -> list[str]:
+    """The tests a pytest log reports failed (its failures' section headers)."""
+    return re.findall(r"^_{3,} (test\S*) _{3,}$", _log(path), re.MULTILINE)
 
 
 def _sanitize_table(*logs: Path) -> list[str]:
@@ -735,7 +746,14 @@ def fast() -> str:
         for run in acc_runs
         for key, w in sorted(run["summary"].items())  # _merged summarizes each run
     ]
-    closing = _closing(FAST / "suite.log")
+    closing = _closing(FAST / "suite.log.gz")
+    failures = sorted({*_failures(FAST / "suite.log.gz"), *_failures(FAST / "suite_fp8.log")})
+    failed = (
+        f" The failures: {', '.join(f'`{name}`' for name in failures)}, tests of the repository's committed results "
+        "(they need no GPU, and pass in CI); every GPU test passes."
+        if failures
+        else ""
+    )
     return "\n".join([
         "# The fast precision on the NVIDIA H200",
         "",
@@ -928,10 +946,11 @@ def fast() -> str:
         "",
         f"The whole suite at the fast precision, every case of both models and parameter sets (guard zones, "
         f"three-run determinism, the reference and the peer): packed words {closing}, fp8 layout "
-        f"{_closing(FAST / 'suite_fp8.log')} (`suite.log`, `suite_fp8.log`: `pytest suites/ --gpu hopper "
-        "--precision fast --layout L --model all --params all -n 6 --dist loadgroup --benchmark-disable`; each "
-        "ends with every case's agreement, the same in both layouts; the fp16-path tests and weights outside the "
-        "fold's window run the accurate kernel). compute-sanitizer on a case of each table entry "
+        f"{_closing(FAST / 'suite_fp8.log')} (`suite.log.gz`, `suite_fp8.log`: `pytest suites/ --gpu hopper "
+        "--precision fast --layout L --model all --params all -n 8 -v` / `-n 6 -q`, `--dist loadgroup "
+        "--benchmark-disable`; each ends with every case's agreement, the same in both layouts; the fp16-path tests "
+        f"and weights outside the fold's window run the accurate kernel).{failed} compute-sanitizer on a case of each "
+        "table entry "
         "with each tool (`sanitize.log`: `PRECISION=fast bash tools/sanitize.sh`, the cases of "
         "tools/sanitize_cases_fast.txt), with the config each run launched."
         f"{_not_run(FAST / 'sanitize.log', 'sanitize_cases_fast.txt')}",
@@ -960,10 +979,10 @@ def fast() -> str:
 def pages() -> dict[Path, str]:
     data = accuracy._merged([str(p) for p in sorted(H200.glob("accuracy_*.json.gz"))])
     json_paths = " ".join(_rel(p) for p in sorted(H200.glob("accuracy_*.json.gz")))
-    runs = [p for p in (H200 / "mutants").glob("*.json")]
-    runs.sort(
-        key=lambda p: (p.stem.split("-")[0] != "partial", int(p.stem.split("-")[1]))
-    )  # partial-11.., epilogue-9..
+    runs = sorted(
+        (H200 / "mutants").glob("*.json"),
+        key=lambda p: (p.stem.startswith("fast-"), "epilogue-" in p.stem, int(p.stem.rsplit("-", 1)[1])),
+    )  # partial-11.., epilogue-9.., then fast-partial-11.., fast-epilogue-9..
     return {
         H200 / "speed.md": speed(),
         H200 / "accuracy.md": accuracy.markdown(data, json_paths, _rel(H200 / "accuracy.md")),
