@@ -57,10 +57,11 @@ def test_report_tabulates_runs_per_mutant_and_parameter_set(tmp_path):
     run = {"mutant": "epilogue-9", "argv_mutant": argv, "records": records}
     (tmp_path / "run.json").write_text(json.dumps(run))
     table = mutants.report([str(tmp_path / "run.json")])
-    assert "| epilogue-9 | default | seed | 0 of 1 | 99.9500% | 1 | 1 |" in table
+    assert "| epilogue-9 | accurate | seed | 0 of 1 | 99.9500% | 1 | 1 |" in table
     command = "`python tools/mutants.py epilogue-9 suites/test_kernel.py`"  # where it wrote is not part of it
-    assert f"| epilogue-9 | default | real | 1 of 1 | 97.0000% | 24 | 5 | {command} |" in table
-    run["argv_mutant"] = ["epilogue-9", "suites/test_kernel.py", "--precision", "fast"]
-    (tmp_path / "fast.json").write_text(json.dumps(run))
-    assert "| epilogue-9 | fast | seed | 0 of 1 |" in mutants.report([str(tmp_path / "fast.json")])
+    assert f"| epilogue-9 | accurate | real | 1 of 1 | 97.0000% | 24 | 5 | {command} |" in table
+    for given in (["--precision", "fast"], ["--precision=fast"]):
+        run["argv_mutant"] = ["epilogue-9", "suites/test_kernel.py", *given]
+        (tmp_path / "fast.json").write_text(json.dumps(run))
+        assert "| epilogue-9 | fast | seed | 0 of 1 |" in mutants.report([str(tmp_path / "fast.json")])
     assert table.startswith("# Degraded kernels")

@@ -16,6 +16,7 @@ Exit status: pytest's, so a mutant that the suite fails to catch shows as a run 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import re
 import sys
@@ -95,7 +96,9 @@ def report(paths: list[str], page: str = "PAGE") -> str:
             words = words[:at] + words[at + 2 :]
         words = [a for a in words if not a.startswith("--accuracy-json=")]
         command = "python tools/mutants.py " + " ".join(words)
-        precision = words[words.index("--precision") + 1] if "--precision" in words[:-1] else "default"
+        given = [b for a, b in itertools.pairwise(words) if a == "--precision"]
+        given += [a.split("=", 1)[1] for a in words if a.startswith("--precision=")]
+        precision = given[-1] if given and given[-1] != "default" else "accurate"  # the default precision
         for params in ("seed", "real"):
             records = [
                 r
