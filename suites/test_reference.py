@@ -1,6 +1,5 @@
 """The golden reference against an independent scalar float64 computation, and the comparison helpers."""
 
-import gzip
 import json
 import math
 from pathlib import Path
@@ -8,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from moe_gather.accuracy import _merged
 from moe_gather.mxfp4 import E2M1_VALUES, unpack_codes
 from moe_gather.problem import Case, MoEModel, make_problem, reference_for
 from moe_gather.reference import (
@@ -181,9 +181,8 @@ H200 = Path(__file__).parents[1] / "results" / "h200"
 
 def _measured(source: str):
     """(case, params, Agreement) of `source` on every case of the committed H200 accuracy runs."""
-    for path in sorted(H200.glob("accuracy_*.json.gz")):
-        for row in json.loads(gzip.decompress(path.read_bytes()))["rows"]:
-            yield row["case"], row["params"], Agreement.from_dict(row["agreement"][source])
+    for row in _merged([str(p) for p in sorted(H200.glob("accuracy_*.json.gz"))])["rows"]:
+        yield row["case"], row["params"], Agreement.from_dict(row["agreement"][source])
 
 
 # The bounds against the data they come from: the kernel at each precision on its own, and cuBLAS's promoted fp8 GEMM

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import gzip
 import json
 import os
 import re
@@ -170,7 +169,8 @@ def _not_run(log: Path, cases: str) -> str:
 
 def _log(path: Path) -> str:
     """A log's text, gzip-compressed (.gz) or plain."""
-    return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    with accuracy._open(path) as f:
+        return f.read()
 
 
 def _closing(path: Path) -> str:
