@@ -1106,6 +1106,10 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         config = f16_config(config)
     if w.n % config.block_n:
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
+    if config.decode_rows:
+        from ._sm90_decode import launch_decode  # it builds on this module
+
+        return launch_decode(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     elif config.widest_first:

@@ -63,6 +63,10 @@ class Sm90Config:
     # The fast precision's chunks of four K tiles on 4 stages with each stage in its own allocation (its slots known
     # when compiling): Triton's barrier analysis then adds no second bar.sync a K tile.
     slot_buffers: bool = False
+    # Decode's register tile (_sm90_decode) instead of the wgmma kernel: programs of `decode_rows` weight rows (16, 32
+    # or 64) on 8-token blocks (block_m 8), the packed words loaded straight into mma.sync's registers num_stages - 1
+    # K tiles ahead (no shared-memory ring); num_warps / (decode_rows / 16) sets of warps split the K tiles.
+    decode_rows: int = 0
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -115,6 +119,23 @@ class Sm90Config:
                 f"Sm90Config: slot_buffers runs the chunks of four K tiles (overlap_tiles=4) on 4 stages, without"
                 f" tail_rows, got {self}"
             )
+        if self.decode_rows:
+            along = self.decode_rows // 16
+            sets = self.num_warps // along if self.decode_rows in (16, 32, 64) else 0
+            plain = replace(self, decode_rows=0, maxnreg=None, num_stages=2)  # what the decode tile may not change
+            if (
+                self.block_m != 8
+                or self.num_stages not in (2, 3)
+                or sets < 1
+                or self.num_warps % along
+                or sets & (sets - 1)
+                or plain != Sm90Config(8, 2, self.num_warps)
+            ):
+                raise ValueError(
+                    "Sm90Config: decode_rows is 16, 32 or 64 weight rows, with block_m 8, num_stages 2 or 3, num_warps"
+                    " a power-of-two multiple of decode_rows / 16, maxnreg at most and no other option, got"
+                    f" {self}"
+                )
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow_last_tile not in (0, 1, 2):
@@ -127,8 +148,8 @@ class Sm90Config:
             )
 
     @property
-    def block_n(self) -> int:  # weight rows per tile (a work item's, split_k's one row block)
-        return 64 if self.split_k else 16 * self.num_warps
+    def block_n(self) -> int:  # weight rows per tile (a work item's, split_k's one row block, the decode tile's)
+        return 64 if self.split_k else self.decode_rows or 16 * self.num_warps
 
     @property
     def tiles(self) -> tuple[tuple[int, int], ...]:
@@ -196,6 +217,8 @@ def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
 def f16_config(config: Sm90Config) -> Sm90Config:
     """What the fp16 path runs for `config`: at most F16_MAX_BLOCK_M tokens per tile, no register cap (its block_m 64
     tile needs 142 registers; capped at 128 it spills), its K tiles on one program (k_splits is not measured there)."""
+    if config.decode_rows:  # the decode tile reads the fp8 path's words: the table's first entry instead
+        config = TABLES["accurate"][0][1]
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_stages=config.large_num_stages)
     return replace(config, maxnreg=None, tail_rows=0, k_splits=1)

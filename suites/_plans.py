@@ -30,3 +30,12 @@ K_SPLITS_PLANS = [
 FP8_ENTRY = next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout)
 BULK_PLAN = replace(FP8_ENTRY, bulk_weights=True)
 SLOTS_PLAN = replace(FP8_ENTRY, slot_buffers=True)
+
+# Decode's register tile (mma.sync on the packed words in registers, no ring): 16 rows a program with K split in 4 or
+# 8 sets, one or two K tiles loaded ahead; 32 and 64 rows a program.
+DECODE_PLANS = [
+    _sm90.Sm90Config(8, 2, 4, decode_rows=16),
+    _sm90.Sm90Config(8, 3, 8, decode_rows=16),
+    _sm90.Sm90Config(8, 2, 8, decode_rows=32),
+    _sm90.Sm90Config(8, 3, 16, decode_rows=64),
+]

@@ -9,7 +9,7 @@ import functools
 
 import pytest
 import torch
-from _plans import BULK_PLAN, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, WS_CONFIG
+from _plans import BULK_PLAN, DECODE_PLANS, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, WS_CONFIG
 
 from moe_gather import _sm90, bmm1
 from moe_gather.mxfp4 import MXFP4Weights
@@ -316,6 +316,41 @@ def test_decode_calls_with_their_k_tiles_split(params, sm90, weights, rows):
         config = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         assert (config.k_splits > 1) == (rows <= 4), config
         _check(problem, weights, f"{rows} rows in slices {sizes}, {config}")
+
+
+@pytest.mark.parametrize("k", [32, 256, 384, 576, 640, 2816, 2880, 2944])
+@pytest.mark.parametrize("config", DECODE_PLANS, ids=str)
+def test_k_ending_anywhere_through_the_decode_tile(params, sm90, precision, config, k):
+    """The decode tile's sets take every sets-th K tile: K of 1 tile (the other sets have none), 2 and 3 (some sets
+    none), 5 with a partial last tile or a whole one, 22 whole, 23 with a partial last tile (2880) and 23 whole."""
+    problem, weights = _k_problem(k, precision)
+    _check(problem, weights, f"K = {k}, {config}", config=config)
+
+
+@pytest.mark.parametrize("config", DECODE_PLANS, ids=str)
+def test_decode_tile_on_slices_of_every_size(params, sm90, weights, config):
+    """Slices of 1 to 8 rows (one 8-token block), of 9 to 24 (blocks of 8 and a last one narrower), empty ones, and
+    a slice of 1024 rows, through the decode tile: against the reference; two launches give the same bytes."""
+    n = MODEL.local_experts
+    for sizes in ([1, 2, 3, 4, 5, 6, 7, 8] + [0] * (n - 8), [9, 0, 16, 17, 24, 0, 1] + [0] * (n - 7)):
+        problem = _sized_problem(params, sizes)
+        first = _check(problem, weights, f"slices {sizes}, {config}", config=config)
+        second = bmm1.run_problem(problem, weights, config=config)
+        torch.cuda.synchronize()
+        assert torch.equal(first.view(torch.uint8), second.view(torch.uint8)), f"slices {sizes}, {config}"
+    _check(_problem(params, batch=256), weights, f"uniform routing of 256 tokens, {config}", config=config)
+
+
+def test_decode_tile_reads_the_packed_words_of_either_layout(params, sm90):
+    """Weights in the fp8 layout keep the packed words beside the folded bytes: the decode tile reads those, and its
+    outputs equal the mxfp4 layout's byte for byte."""
+    problem = _sized_problem(params, [1, 3, 0, 2] + [0] * (MODEL.local_experts - 4))
+    config = DECODE_PLANS[1]
+    outs = [
+        _check(problem, bmm1.prepare_weights(params.weights, precision="fast", layout=layout), layout, config=config)
+        for layout in ("mxfp4", "fp8")
+    ]
+    assert torch.equal(outs[0].view(torch.uint8), outs[1].view(torch.uint8))
 
 
 def test_a_decode_call_captured_first_leaves_eager_calls_right(params, sm90, weights):

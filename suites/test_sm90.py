@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import triton
-from _plans import BULK_PLAN, FP8_ENTRY, K_SPLITS_PLANS, WS_CONFIG
+from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, WS_CONFIG
 from _ptxas import (
     after_main_loop_sass,
     innermost_loops_sass,
@@ -21,7 +21,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 from triton.runtime.jit import mangle_type
 
-from moe_gather import _sm90, _sm90_ws
+from moe_gather import _sm90, _sm90_decode, _sm90_ws
 from moe_gather.mxfp4 import MXFP4Weights, dequantize_mxfp4
 from moe_gather.routing import make_ragged_metadata
 
@@ -774,6 +774,43 @@ def test_k_splits_plans_compile_with_their_hand_in(config, fast, tmp_path):
     assert atomics and all(atomics), "one thread of the program counts its split in"
     report = ptxas_report(ptx, "sm_90a", tmp_path)
     assert spilled_bytes(report) <= 8, report
+
+
+def compile_decode(config, fast=False, k=2880, n=5760):
+    """The decode tile (_sm90_decode) for sm_90a as the launcher runs `config` (decode_rows set)."""
+    dropped = ("sums_ptr", "arrivals_ptr", "w_desc")  # and the table kernel's constexprs
+    signature = {name: kind for name, kind in SIGNATURE.items() if name not in dropped and kind != "constexpr"}
+    constexprs = _sm90_decode.decode_constexprs(config, k, n, fast, zero_scale=False)
+    signature |= dict.fromkeys(constexprs, "constexpr")
+    src = GluonASTSource(_sm90_decode._bmm1_sm90_decode_kernel, signature, constexprs=constexprs, attrs=ALIGNED)
+    options = {"num_warps": config.num_warps, "maxnreg": config.maxnreg}
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["accurate", "fast"])
+@pytest.mark.parametrize("config", DECODE_PLANS, ids=str)
+def test_decode_tile_keeps_its_k_loop_in_registers(config, fast, tmp_path):
+    """Every decode plan compiles for sm_90a without spills, and its K loop runs 8 HMMA a K tile (ptxas runs an e4m3
+    mma.sync m16n8k32 as two fp16 m16n8k16 on Hopper) with no shared-memory access or barrier: the words, scales and
+    x go from global memory into the operands' registers (the layouts' conversions move no data)."""
+    kernel = compile_decode(config, fast=fast)
+    report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
+    assert spilled_bytes(report) == 0, report
+    loop = main_loop_sass(kernel.asm["cubin"], tmp_path)
+    assert loop.count("HMMA.16816.F32") == 8, loop
+    assert not [op for op in loop if op.split(".")[0] in ("LDS", "STS", "BAR", "LDSM")], loop
+
+
+def test_decode_configs_refuse_what_the_tile_does_not_run():
+    base = _sm90.Sm90Config(8, 2, 4, decode_rows=16)
+    assert base.block_n == 16 and replace(base, decode_rows=64, num_warps=8).block_n == 64
+    refused = ({"decode_rows": 8}, {"block_m": 16}, {"num_stages": 4}, {"num_warps": 12},
+               {"decode_rows": 64, "num_warps": 2}, {"narrow_last_tile": 1}, {"k_splits": 2},
+               {"widest_first": True})  # fmt: skip
+    for fields in refused:
+        with pytest.raises(ValueError, match="decode_rows is 16, 32 or 64"):
+            replace(base, **fields)
+    assert _sm90.f16_config(base) == _sm90.f16_config(_sm90.CONFIGS[0][1]), "the fp16 path runs the table's tile"
 
 
 def test_k_splits_launch_plan(monkeypatch):

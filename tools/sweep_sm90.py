@@ -52,7 +52,9 @@ def main():
     parser.add_argument("--json", default=None)
     parser.add_argument("--split", action="store_true", help="the table's choice against the split_at variants")
     parser.add_argument("--block-m", default="8,16,32,64,128", help="token-tile sizes to sweep (without --split)")
-    parser.add_argument("--configs", default=None, help="';'-separated: fields over m32, 4 stages, 4 warps")
+    parser.add_argument(
+        "--configs", default=None, help="';'-separated: fields over m32, 4 stages, 4 warps, or 'table': its choice"
+    )
     parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
     parser.add_argument("--layouts", default="mxfp4", help="comma-separated weight layouts, each config on each")
     args = parser.parse_args()
@@ -65,13 +67,15 @@ def main():
     weights = next(iter(layouts.values()))
     block_ms = tuple(int(m) for m in args.block_m.split(","))
     base = Sm90Config(block_m=32, num_stages=4, num_warps=4)
-    forced = [replace(base, **parse_fields(item, base)) for item in args.configs.split(";")] if args.configs else None
+    items = args.configs.split(";") if args.configs else []
+    forced = [item if item == "table" else replace(base, **parse_fields(item, base)) for item in items] or None
     rows = []
     for name in args.cases.split(","):
         problem = make_problem(Case.named(model, name), "cuda", params)
         ref = reference_for(problem).out
         table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
+        configs = [table_choice if c == "table" else c for c in configs]
         for config, (layout, weights) in ((c, item) for c in configs for item in layouts.items()):
 
             def call(config=config, problem=problem, weights=weights):
@@ -109,7 +113,7 @@ def main():
             ]
             flags += [
                 f"{name}={getattr(config, name)}"
-                for name in ("narrow_last_tile", "tail_rows", "overlap_tiles", "k_splits")
+                for name in ("narrow_last_tile", "tail_rows", "overlap_tiles", "k_splits", "decode_rows")
                 if getattr(config, name) != Sm90Config.__dataclass_fields__[name].default
             ]
             print(
