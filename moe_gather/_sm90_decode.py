@@ -274,7 +274,7 @@ def _bmm1_sm90_decode_kernel(
     if AHEAD == 2:
         second = _load_tile(1, words_base, offs_w, s_base, offs_s, offs_sw, x_words, offs_x, x_k, s_tile, K, N,
                             K_TILES, FAST)  # fmt: skip
-    for i in range(STEPS):
+    for i in gl.static_range(STEPS):  # unrolled: no register copies of loads in flight
         ahead = _load_tile(i + AHEAD, words_base, offs_w, s_base, offs_s, offs_sw, x_words, offs_x, x_k, s_tile, K,
                            N, K_TILES, FAST)  # fmt: skip
         words, scales, sw, xs = loaded
