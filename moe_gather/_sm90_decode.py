@@ -5,10 +5,12 @@ bytes are in flight and how long each warp's K chain is. This tile keeps no shar
 own packed words (the same words and order as the wgmma kernel's, whose 32-bit word is one thread's A fragment for a
 32-wide block; mma.sync m16n8k32's per-warp fragment is wgmma's) a few K tiles ahead into registers, converts them
 as the wgmma kernel does, and runs one m16n8k32 e4m3 mma.sync per block and warp on up to 8 tokens. A program holds
-64 weight rows; its `k_groups` sets of 4 warps take every k_groups-th K tile each (a batched mma: the set is the
-batch), and their sums are added in shared memory before the shared epilogue. Accumulation is the wgmma kernel's: the
-accurate precision promotes each block's fresh partial exactly in fp32, the fast one chains a K tile's four blocks in
-the tensor core's accumulator and promotes the tile.
+`decode_rows` weight rows (Sm90Config), 16 a warp; the rest of its warps form sets that take every sets-th K tile (a
+batched mma: the set is the batch), and the sets' sums are added across warps before the shared epilogue.
+Accumulation follows the wgmma kernel's order (the accurate precision promotes each block's fresh partial exactly in
+fp32, the fast one chains a K tile's four blocks and promotes the tile), but ptxas runs e4m3 mma.sync on Hopper as
+fp16 HMMA on converted operands: exact products, fp32 sums. Opt-in: docs/sm90.md, "The decode tile", has its
+measurements.
 """
 
 import torch
