@@ -75,6 +75,11 @@ def main_loop_sass(cubin: bytes, tmp_path: Path, operands: bool = False, wgmma: 
     return [_strip(text, operands) for address, text in lines if start <= address <= end]
 
 
+def kernel_sass(cubin: bytes, tmp_path: Path) -> list[str]:
+    """Every instruction of a kernel (an unrolled K loop has no backward branch), as main_loop_sass gives them."""
+    return [_strip(text, False) for address, text in _sass(cubin, tmp_path)]
+
+
 def innermost_loops_sass(cubin: bytes, tmp_path: Path, wgmma: set[str], operands: bool = False) -> list[list[str]]:
     """The instructions of each loop with exactly those wgmmas that holds no other such loop (a warp-specialized
     kernel's partitions sit in an outer loop of Triton's, which main_loop_sass would take; a branch back from an

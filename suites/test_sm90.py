@@ -12,6 +12,7 @@ from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, WS_CONFIG
 from _ptxas import (
     after_main_loop_sass,
     innermost_loops_sass,
+    kernel_sass,
     main_loop_sass,
     ptxas_report,
     registers_used,
@@ -790,15 +791,18 @@ def compile_decode(config, fast=False, k=2880, n=5760):
 @pytest.mark.parametrize("fast", [False, True], ids=["accurate", "fast"])
 @pytest.mark.parametrize("config", DECODE_PLANS, ids=str)
 def test_decode_tile_keeps_its_k_loop_in_registers(config, fast, tmp_path):
-    """Every decode plan compiles for sm_90a without spills, and its K loop runs 8 HMMA a K tile (ptxas runs an e4m3
-    mma.sync m16n8k32 as two fp16 m16n8k16 on Hopper) with no shared-memory access or barrier: the words, scales and
-    x go from global memory into the operands' registers (the layouts' conversions move no data)."""
+    """Every decode plan compiles for sm_90a without spills, and its unrolled K loop (up to the last HMMA) runs 8 HMMA
+    a K tile and set (ptxas runs an e4m3 mma.sync m16n8k32 as two fp16 m16n8k16 on Hopper) with no shared-memory
+    access or barrier: the words, scales and x go from global memory into the operands' registers (the layouts'
+    conversions move no data); the sets' sums meet in shared memory after it."""
     kernel = compile_decode(config, fast=fast)
     report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
     assert spilled_bytes(report) == 0, report
-    loop = main_loop_sass(kernel.asm["cubin"], tmp_path)
-    assert loop.count("HMMA.16816.F32") == 8, loop
-    assert not [op for op in loop if op.split(".")[0] in ("LDS", "STS", "BAR", "LDSM")], loop
+    sass = kernel_sass(kernel.asm["cubin"], tmp_path)
+    last = max(i for i, op in enumerate(sass) if op.startswith("HMMA"))
+    sets = config.num_warps // (config.decode_rows // 16)
+    assert sass.count("HMMA.16816.F32") == 8 * -(-23 // sets), "K = 2880: 23 tiles, every sets-th a set's"
+    assert not [op for op in sass[:last] if op.split(".")[0] in ("LDS", "STS", "BAR", "LDSM")], sass[:last]
 
 
 def test_decode_configs_refuse_what_the_tile_does_not_run():
