@@ -202,10 +202,7 @@ def _as_operand(low, high, BLOCK_N: gl.constexpr, PER_WORD: gl.constexpr, layout
     words = gl.convert_layout(words, gl.SliceLayout(2, packed))
     as_elements = gl.expand_dims(words, 2).broadcast_to([BLOCK_N, 8, PER_WORD])
     if PER_WORD == 4:
-        values = gl.inline_asm_elementwise(
-            asm="mov.b32 $0, $1;", constraints="=r,r,r,r,r", args=[as_elements], dtype=gl.float8e4nv, is_pure=True,
-            pack=4,
-        )  # fmt: skip
+        values = _as_e4m3(as_elements)
     else:
         values = gl.inline_asm_elementwise(
             asm="mov.b32 $0, $1;", constraints="=r,r,r", args=[as_elements], dtype=gl.float16, is_pure=True, pack=2
@@ -214,13 +211,29 @@ def _as_operand(low, high, BLOCK_N: gl.constexpr, PER_WORD: gl.constexpr, layout
 
 
 @gluon.jit
-def _a_operand_folded(words, scale_words, j: gl.constexpr, BLOCK_N: gl.constexpr, a_layout: gl.constexpr):
-    """The fast mode: packed words [rows, quad] of K block j and their rows' scale words -> the block's weights times
-    2 ** (6 - d) in e4m3 (exact: Sm90Weights.fast) as wgmma's register operand [rows, 32]."""
-    lo, hi = gl.inline_asm_elementwise(
+def _as_e4m3(words):
+    """int32 words broadcast along a last dimension of 4 that one thread holds -> each word read as its 4 e4m3 bytes
+    (the same registers: no data moves)."""
+    return gl.inline_asm_elementwise(
+        asm="mov.b32 $0, $1;", constraints="=r,r,r,r,r", args=[words], dtype=gl.float8e4nv, is_pure=True, pack=4
+    )
+
+
+@gluon.jit
+def _fold_words(words, scale_words, j: gl.constexpr):
+    """The fast mode's fold of packed words (any shape) of K block j with their rows' scale words: the e4m3 bytes of
+    K = 4q + i and of 16 + 4q + i, the values times 2 ** (6 - d) (exact: Sm90Weights.fast)."""
+    return gl.inline_asm_elementwise(
         asm=_fold_asm(j), constraints="=r,=r,r,r", args=[words, scale_words], dtype=(gl.int32, gl.int32),
         is_pure=True, pack=1,
     )  # fmt: skip
+
+
+@gluon.jit
+def _a_operand_folded(words, scale_words, j: gl.constexpr, BLOCK_N: gl.constexpr, a_layout: gl.constexpr):
+    """The fast mode: packed words [rows, quad] of K block j and their rows' scale words -> the block's weights times
+    2 ** (6 - d) in e4m3 (exact: Sm90Weights.fast) as wgmma's register operand [rows, 32]."""
+    lo, hi = _fold_words(words, scale_words, j)
     return _as_operand(lo, hi, BLOCK_N, 4, a_layout)
 
 
@@ -532,10 +545,27 @@ def _mma_tile(
 @gluon.jit
 def _tile_words(stage: _Buffers, BLOCK_N: gl.constexpr, words_layout: gl.constexpr):
     """A landed K tile's packed words as its four blocks' [row, quad]."""
-    words = stage.w.reshape([BLOCK_N, 2, 4, 2]).load(words_layout)  # [row, chunk, quad, parity]
-    even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [row, chunk, quad]
-    block0, block2 = gl.split(even.permute((0, 2, 1)))
-    block1, block3 = gl.split(odd.permute((0, 2, 1)))
+    return _split_blocks(stage.w.reshape([BLOCK_N, 2, 4, 2]).load(words_layout))
+
+
+@gluon.constexpr_function
+def _rank(shape):
+    return len(shape)
+
+
+@gluon.jit
+def _split_blocks(words):
+    """A K tile's packed words [..., chunk, quad, parity] (the words' order in memory) -> its four blocks' [..., quad]
+    (block 2 * chunk + parity)."""
+    even, odd = gl.split(words)  # blocks 0, 2 | 1, 3 as [..., chunk, quad]
+    RANK: gl.constexpr = _rank(even.shape)
+    gl.static_assert(RANK == 3 or RANK == 4, "words as [row, ...] or [set, row, ...]")
+    if RANK == 3:  # [..., quad, chunk]
+        even, odd = even.permute((0, 2, 1)), odd.permute((0, 2, 1))
+    else:
+        even, odd = even.permute((0, 1, 3, 2)), odd.permute((0, 1, 3, 2))
+    block0, block2 = gl.split(even)
+    block1, block3 = gl.split(odd)
     return block0, block1, block2, block3
 
 

@@ -124,8 +124,7 @@ class Sm90Config:
             sets = self.num_warps // along if self.decode_rows in (16, 32, 64) else 0
             plain = replace(self, decode_rows=0, maxnreg=None, num_stages=2)  # what the decode tile may not change
             if (
-                self.block_m != 8
-                or self.num_stages not in (2, 3)
+                self.num_stages not in (2, 3)
                 or sets < 1
                 or self.num_warps % along
                 or sets & (sets - 1)

@@ -21,22 +21,23 @@ from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 
 from ._sm90 import (
     _FAST_ACC_SCALE,
+    _MX_BLOCK,
+    _ROW_BLOCK,
     _SPREAD_TO_E4M3_ASM,
+    _TILE_K,
+    TILE_K,
+    _as_e4m3,
     _block_scales,
-    _fold_asm,
+    _fold_words,
     _k_steps,
     _promote,
+    _split_blocks,
     _swiglu_tile,
     _two_words,
 )
-from ._sm90_layout import ROW_BLOCK, TILE_K
-from .mxfp4 import MX_BLOCK
 
 DECODE_M = 8  # tokens per tile: mma.sync's N
 _DECODE_M = tl.constexpr(DECODE_M)
-_MX_BLOCK = tl.constexpr(MX_BLOCK)
-_TILE_K = tl.constexpr(TILE_K)
-_ROW_BLOCK = tl.constexpr(ROW_BLOCK)
 _WORDS = tl.constexpr(TILE_K // 8)  # packed words of one row's K tile
 
 
@@ -96,33 +97,16 @@ def _operand(lo, hi, a_layout: gl.constexpr):
     words = gl.join(lo, hi).permute((0, 1, 3, 2)).reshape([GROUPS, ROWS, 8])  # word 4h + q
     packed: gl.constexpr = _packed_layout(GROUPS, ROWS // 16)
     words = gl.convert_layout(words, gl.SliceLayout(3, packed))
-    values = _as_bytes(gl.expand_dims(words, 3).broadcast_to([GROUPS, ROWS, 8, 4]))
+    values = _as_e4m3(gl.expand_dims(words, 3).broadcast_to([GROUPS, ROWS, 8, 4]))
     return gl.convert_layout(values.reshape([GROUPS, ROWS, 32]), a_layout)
-
-
-@gluon.jit
-def _as_bytes(words):
-    """int32 words broadcast along a last dimension of 4 held in one thread's registers -> their e4m3 bytes."""
-    return gl.inline_asm_elementwise(
-        asm="mov.b32 $0, $1;", constraints="=r,r,r,r,r", args=[words], dtype=gl.float8e4nv, is_pure=True, pack=4
-    )
 
 
 @gluon.jit
 def _x_operand(words, b_layout: gl.constexpr):
     """x words [set, word, token] of one block -> mma's B operand [set, 32, token] (no data moves)."""
     GROUPS: gl.constexpr = words.shape[0]
-    values = _as_bytes(gl.expand_dims(words, 2).broadcast_to([GROUPS, 8, 4, words.shape[2]]))
+    values = _as_e4m3(gl.expand_dims(words, 2).broadcast_to([GROUPS, 8, 4, words.shape[2]]))
     return gl.convert_layout(values.reshape([GROUPS, 32, words.shape[2]]), b_layout)
-
-
-@gluon.jit
-def _blocks(words):
-    """A K tile's words [set, row, chunk, quad, parity] -> its four blocks' [set, row, quad]."""
-    even, odd = gl.split(words)  # blocks 0, 2 | 1, 3
-    block0, block2 = gl.split(even.permute((0, 1, 3, 2)))
-    block1, block3 = gl.split(odd.permute((0, 1, 3, 2)))
-    return block0, block1, block2, block3
 
 
 @gluon.jit
@@ -168,7 +152,7 @@ def _x_words(x_base, offs_x, k0, j: gl.constexpr, K: gl.constexpr):
 def _step(acc, words, scales, sw, xs, a_layout: gl.constexpr, b_layout: gl.constexpr, FAST: gl.constexpr,
           ZERO_SCALE: gl.constexpr):  # fmt: skip
     """One K tile per set: its blocks converted and multiplied; promoted per block (accurate) or per tile (FAST)."""
-    blocks = _blocks(words)
+    blocks = _split_blocks(words)
     acc_layout: gl.constexpr = acc.type.layout
     zero = gl.zeros(acc.shape, gl.float32, layout=acc_layout)
     if FAST:
@@ -176,10 +160,7 @@ def _step(acc, words, scales, sw, xs, a_layout: gl.constexpr, b_layout: gl.const
         sw_b = gl.convert_layout(gl.expand_dims(sw, 2).broadcast_to(blocks[0].shape), blocks_layout)
         part = zero
         for j in gl.static_range(_TILE_K // _MX_BLOCK):
-            lo, hi = gl.inline_asm_elementwise(
-                asm=_fold_asm(j), constraints="=r,=r,r,r", args=[blocks[j], sw_b], dtype=(gl.int32, gl.int32),
-                is_pure=True, pack=1,
-            )  # fmt: skip
+            lo, hi = _fold_words(blocks[j], sw_b, j)
             part = mma_v2(_operand(lo, hi, a_layout), _x_operand(xs[j], b_layout), part)
         ref = (scales & 0x7F800000).to(gl.float32, bitcast=True)
         acc = _promote(part, gl.expand_dims(ref, 2), acc)
