@@ -383,18 +383,12 @@ class _Sources:
     x_tail: gl.tensor
     w_desc: tma.tensor_descriptor | gl.constexpr
     w_row: gl.tensor | gl.constexpr
-    x_lim: gl.tensor | gl.constexpr
-    w_lim: gl.tensor | gl.constexpr
-    s_lim: gl.tensor | gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, x, offs_xk, w, offs_wc, s, offs_s, x_tail, w_desc=None, w_row=None, lims=None):
+    def __init__(self, x, offs_xk, w, offs_wc, s, offs_s, x_tail, w_desc=None, w_row=None):
         self.x, self.offs_xk, self.w, self.offs_wc, self.s, self.offs_s = x, offs_xk, w, offs_wc, s, offs_s
         self.x_tail = x_tail
         self.w_desc, self.w_row = (gl.constexpr(None), gl.constexpr(None)) if w_desc is None else (w_desc, w_row)
-        # With stack_k, per copied row: x's K elements and the words' and scales' K tiles its half holds
-        none = gl.constexpr(None)
-        self.x_lim, self.w_lim, self.s_lim = (none, none, none) if lims is None else lims
 
 
 @gluon.jit
@@ -406,29 +400,22 @@ def _issue_loads(tile, stage: _Buffers, src: _Sources, K: gl.constexpr, N: gl.co
     layout's weights by TMA instead, one 8 KB copy per row block (ROW_TILES K tiles of 64 rows apart), on the
     stage's mbarrier."""
     k0 = tile * _TILE_K
-    W_PER_ROW: gl.constexpr = _w_row(src.w.dtype.element_ty)
-    if src.x_lim is not None:  # stack_k: each row's half of K, its own limits (x zero-filled past them)
-        cp.async_copy_global_to_shared(stage.x, src.x + k0, mask=src.offs_xk[None, :] < (src.x_lim - k0)[:, None])
-        in_w = (tile < src.w_lim)[:, None] & (src.offs_wc >= 0)[None, :]
-        cp.async_copy_global_to_shared(stage.w, src.w + tile * (_ROW_BLOCK * W_PER_ROW), mask=in_w)
-        cp.async_copy_global_to_shared(stage.s, src.s + tile * N, mask=tile < src.s_lim)
+    cp.async_copy_global_to_shared(stage.x, src.x + k0, mask=(src.offs_xk < K - k0)[None, :])
+    if TAIL_ROWS:
+        cp.async_copy_global_to_shared(stage.x_tail, src.x_tail + k0, mask=(src.offs_xk < K - k0)[None, :])
+    w_tile: gl.constexpr = _ROW_BLOCK * _w_row(src.w.dtype.element_ty)  # one K tile of a row block
+    if BULK:
+        BLOCKS_N: gl.constexpr = stage.w.shape[0] // _ROW_BLOCK
+        moves = tile < K_TILES
+        mbarrier.expect(stage.bar, BLOCKS_N * w_tile, pred=moves)
+        for h in gl.static_range(BLOCKS_N):
+            row = src.w_row + (h * ROW_TILES + tile) * _ROW_BLOCK
+            tma.async_copy_global_to_shared(src.w_desc, [row, 0], stage.bar,
+                                            stage.w.slice(h * _ROW_BLOCK, _ROW_BLOCK), pred=moves)  # fmt: skip
     else:
-        cp.async_copy_global_to_shared(stage.x, src.x + k0, mask=(src.offs_xk < K - k0)[None, :])
-        if TAIL_ROWS:
-            cp.async_copy_global_to_shared(stage.x_tail, src.x_tail + k0, mask=(src.offs_xk < K - k0)[None, :])
-        w_tile: gl.constexpr = _ROW_BLOCK * _w_row(src.w.dtype.element_ty)  # one K tile of a row block
-        if BULK:
-            BLOCKS_N: gl.constexpr = stage.w.shape[0] // _ROW_BLOCK
-            moves = tile < K_TILES
-            mbarrier.expect(stage.bar, BLOCKS_N * w_tile, pred=moves)
-            for h in gl.static_range(BLOCKS_N):
-                row = src.w_row + (h * ROW_TILES + tile) * _ROW_BLOCK
-                tma.async_copy_global_to_shared(src.w_desc, [row, 0], stage.bar,
-                                                stage.w.slice(h * _ROW_BLOCK, _ROW_BLOCK), pred=moves)  # fmt: skip
-        else:
-            in_w = (src.offs_wc >= 0) & (tile < K_TILES)
-            cp.async_copy_global_to_shared(stage.w, src.w + tile * w_tile, mask=in_w[None, :])
-        cp.async_copy_global_to_shared(stage.s, src.s + tile * N, mask=(src.offs_s >= 0) & (tile < K_TILES))
+        in_w = (src.offs_wc >= 0) & (tile < K_TILES)
+        cp.async_copy_global_to_shared(stage.w, src.w + tile * w_tile, mask=in_w[None, :])
+    cp.async_copy_global_to_shared(stage.s, src.s + tile * N, mask=(src.offs_s >= 0) & (tile < K_TILES))
     cp.commit_group()
 
 
@@ -446,55 +433,6 @@ def _x_rows(x_ptr, gather_ptr, start, size, first, ROWS: gl.constexpr, layout: g
     rows = gl.load(gather_ptr + start + gl.minimum(offs_m, size - 1))
     offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, layout))
     return x_ptr + rows.to(gl.int64)[:, None] * K + offs_xk[None, :]
-
-
-@gluon.jit
-def _x_rows_stacked(x_ptr, gather_ptr, start, size, first, ROWS: gl.constexpr, layout: gl.constexpr,
-                    K: gl.constexpr, HALF: gl.constexpr):  # fmt: skip
-    """stack_k's x rows: the slice's rows [first, first + ROWS) at K tile 0, then the same rows at K tile HALF (the
-    second half's first), as _x_rows gives them; and each row's K elements in its half."""
-    r = gl.arange(0, 2 * ROWS, layout=gl.SliceLayout(1, layout))
-    rows = gl.load(gather_ptr + start + gl.minimum(first + r % ROWS, size - 1))
-    offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, layout))
-    second = r >= ROWS
-    k_first = second.to(gl.int32) * (HALF * _TILE_K)
-    ptrs = x_ptr + rows.to(gl.int64)[:, None] * K + k_first[:, None] + offs_xk[None, :]
-    FIRST_K: gl.constexpr = _first_half_k(K, HALF)
-    return ptrs, gl.where(second, K - FIRST_K, FIRST_K)
-
-
-@gluon.jit
-def _fold_halves(acc, OUT_N: gl.constexpr, BLOCK_M: gl.constexpr):
-    """stack_k's sums: the first half of K's (rows [0, OUT_N) on x rows [0, BLOCK_M)) plus the second half's (rows
-    [OUT_N, 2 * OUT_N) on x rows [BLOCK_M, 2 * BLOCK_M)); the other two quarters pair one half's weights with the
-    other's x, unused."""
-    plain: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
-    buf = gl.allocate_shared_memory(gl.float32, acc.shape, plain)
-    buf.store(acc)
-    gl.thread_barrier()
-    layout: gl.constexpr = gl.BlockedLayout([1, 1], [4, 8], [gl.num_warps(), 1], [1, 0])
-    first = buf.slice(0, OUT_N, dim=0).slice(0, BLOCK_M, dim=1).load(layout)
-    second = buf.slice(OUT_N, OUT_N, dim=0).slice(BLOCK_M, BLOCK_M, dim=1).load(layout)
-    return first + second
-
-
-@gluon.constexpr_function
-def _first_half_k(K, half):
-    """K elements of stack_k's first half: its `half` K tiles, within K."""
-    return min(half * TILE_K, K)
-
-
-@gluon.constexpr_function
-def _stack_half(K, stacked):
-    """The program's steps: K's tiles, or with stack_k those of the first half (the second takes the rest)."""
-    tiles = _k_steps(K)[0]
-    return -(-tiles // 2) if stacked else tiles
-
-
-@gluon.constexpr_function
-def _out_rows(num_warps, stacked):
-    """Weight rows of a program: 64 a warpgroup, half with stack_k (its second 64 rows are the first's again)."""
-    return 16 * num_warps // (2 if stacked else 1)
 
 
 @gluon.jit
@@ -837,21 +775,17 @@ def _tile(
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
     TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_ALL: gl.constexpr = 0,
     K_SPLITS: gl.constexpr = 1, WS_M: gl.constexpr = 0, BULK_W: gl.constexpr = False,
-    SLOT_BUFFERS: gl.constexpr = False, STACK_K: gl.constexpr = False,
+    SLOT_BUFFERS: gl.constexpr = False,
 ):  # fmt: skip
     """One program's tile: tokens [m0, m0 + BLOCK_M + TAIL_ROWS) of the expert's slice, weight rows of column block
     pid_n; the K loop and the epilogue. TAIL_ROWS tokens past BLOCK_M (0, or a power of two) get a wgmma of their
     own on the same converted weights. With K_SPLITS > 1 the program runs split call.split's K tiles (from
-    call.split * _split_tiles(K_ALL, K_SPLITS), K wide) of the K_ALL-wide weights and hands its sum in (_hand_in).
-    STACK_K: the wgmma's rows past OUT_N are the first OUT_N's weights over the second half of K's tiles, on x rows
-    [BLOCK_M, 2 * BLOCK_M) holding the same tokens at those tiles (_fold_halves adds the halves)."""
+    call.split * _split_tiles(K_ALL, K_SPLITS), K wide) of the K_ALL-wide weights and hands its sum in (_hand_in)."""
     x_ptr, words_ptr, scales_ptr, gather_ptr = call.x, call.words, call.scales, call.gather
     expert, pid_n, size, start = call.expert, call.pid_n, call.size, call.start
     NUM_WARPS: gl.constexpr = gl.num_warps()
-    BLOCK_N: gl.constexpr = 16 * NUM_WARPS  # the wgmma's rows
-    OUT_N: gl.constexpr = _out_rows(NUM_WARPS, STACK_K)  # the program's weight rows
-    XR: gl.constexpr = 2 * BLOCK_M if STACK_K else BLOCK_M  # x rows a stage holds: the wgmma's N
-    K_TILES: gl.constexpr = _stack_half(K, STACK_K)  # this program's steps
+    BLOCK_N: gl.constexpr = 16 * NUM_WARPS
+    K_TILES: gl.constexpr = _k_steps(K)[0]  # this program's
     K_ROW: gl.constexpr = K_ALL if K_ALL else K  # the weights' and x's K
     ROW_TILES: gl.constexpr = _k_steps(K_ROW)[0]
     W_ROW: gl.constexpr = _w_row(words_ptr.dtype.element_ty)  # a row's elements per K tile
@@ -862,7 +796,7 @@ def _tile(
 
     MMA_K: gl.constexpr = 16 if F16 else 32
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, XR, MMA_K]
+        version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BLOCK_M, MMA_K]
     )
     # Copy layouts: 16 bytes per thread; x: a 128-byte row piece per K tile.
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [NUM_WARPS, 1], [1, 0])
@@ -872,33 +806,21 @@ def _tile(
     s_copy: gl.constexpr = gl.BlockedLayout([4], [32], [NUM_WARPS], [0])
 
     # Gathered x rows: the tile's, and the TAIL_ROWS rows after them.
+    x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K_ROW) + kt0 * _TILE_K
     offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))  # the copies' K mask
-    if STACK_K:
-        x_ptrs, x_lim = _x_rows_stacked(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K, K_TILES)
-    else:
-        x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K_ROW) + kt0 * _TILE_K
     xe_ptrs = x_ptrs  # unused unless TAIL_ROWS
     if TAIL_ROWS:
         xe_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0 + BLOCK_M, TAIL_ROWS, x_copy, K_ROW) + kt0 * _TILE_K
 
-    # This expert's weight rows [pid_n * OUT_N, +OUT_N) of W^T.
-    row0 = expert.to(gl.int64) * N + pid_n * OUT_N
+    # This expert's weight rows [pid_n * BLOCK_N, +BLOCK_N) of W^T.
+    row0 = expert.to(gl.int64) * N + pid_n * BLOCK_N
     offs_wn = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, W_ROW, layout=gl.SliceLayout(0, w_copy))
-    offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
-    if STACK_K:  # the wgmma's rows [OUT_N, BLOCK_N): rows [0, OUT_N) again, from the second half's first K tile on
-        w_half = offs_wn // OUT_N
-        s_half = offs_s // OUT_N
-        offs_wn = offs_wn % OUT_N
     # Words [row block, K tile, row, word]: one K tile of 64 rows is 4 KB in one piece (layout "fp8": 8 KB).
     w_rows = (row0 + offs_wn) // _ROW_BLOCK * (_ROW_BLOCK * ROW_ELEMENTS) + offs_wn % _ROW_BLOCK * W_ROW
-    if STACK_K:
-        w_ptrs = words_ptr + (w_rows + w_half * (K_TILES * _ROW_BLOCK * W_ROW))[:, None] + offs_wc[None, :]
-        s_tile = expert.to(gl.int64) * ROW_TILES + s_half * K_TILES
-        s_ptrs = scales_ptr + s_tile * N + pid_n * OUT_N + offs_s % OUT_N
-    else:
-        w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :] + kt0 * (_ROW_BLOCK * W_ROW)
-        s_ptrs = scales_ptr + (expert.to(gl.int64) * ROW_TILES + kt0) * N + pid_n * BLOCK_N + offs_s
+    w_ptrs = words_ptr + w_rows[:, None] + offs_wc[None, :] + kt0 * (_ROW_BLOCK * W_ROW)
+    offs_s = gl.arange(0, BLOCK_N, layout=s_copy)
+    s_ptrs = scales_ptr + (expert.to(gl.int64) * ROW_TILES + kt0) * N + pid_n * BLOCK_N + offs_s
 
     # PARITY_RINGS: even K tiles in one ring, odd ones in another, and the loop unrolled by two, so that a tile's
     # copies and the reads of the landed tile touch different allocations: Triton's barrier analysis, which cannot
@@ -916,9 +838,9 @@ def _tile(
             _slot_ring(x_dtype, BLOCK_M, BLOCK_N, w_dtype, BULK),
         )
     else:
-        rings = (_ring(x_dtype, RING, XR, TAIL_ROWS, BLOCK_N, w_dtype, BULK),)
+        rings = (_ring(x_dtype, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK),)
         if PARITY_RINGS:
-            rings = (rings[0], _ring(x_dtype, RING, XR, TAIL_ROWS, BLOCK_N, w_dtype, BULK))
+            rings = (rings[0], _ring(x_dtype, RING, BLOCK_M, TAIL_ROWS, BLOCK_N, w_dtype, BULK))
     if BULK:
         fence_async_shared()  # the barriers' init, before the copies that complete on them
         gl.thread_barrier()
@@ -932,8 +854,7 @@ def _tile(
     # p // RINGS % RING.
     BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK
     LAST_BLOCKS: gl.constexpr = _k_steps(K)[1]
-    # With STACK_K every step is whole: x and the words hold zeros past K, and each row's copies stop at its half's end.
-    FIRST: gl.constexpr = 0 if STACK_K else _k_steps(K)[2]
+    FIRST: gl.constexpr = _k_steps(K)[2]
     WHOLE: gl.constexpr = K_TILES - FIRST
     # Fast, parity rings, overlap_tiles: pairs, or chunks of four (the table's; the loop carries no wgmma in flight)
     PAIRS: gl.constexpr = FAST and PARITY_RINGS and OVERLAP_TILES == 2 and not TAIL_ROWS
@@ -947,10 +868,6 @@ def _tile(
     LAST: gl.constexpr = K_TILES - 1  # the last step
     gl.static_assert(not BULK or (CHUNKS and K_SPLITS == 1), "bulk weights run the chunks of four, one K split")
     src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs)
-    if STACK_K:  # each row's K tiles in its half: K_TILES, then the rest
-        T: gl.constexpr = _k_steps(K)[0]
-        lims = (x_lim, gl.where(w_half == 0, K_TILES, T - K_TILES), gl.where(s_half == 0, K_TILES, T - K_TILES))
-        src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs, lims=lims)
     if BULK:  # the row of the program's first row block, K tile 0, in the descriptor's [rows, 128]
         src = _Sources(x_ptrs, offs_xk, w_ptrs, offs_wc, s_ptrs, offs_s, xe_ptrs, call.w_desc,
                        (row0 // _ROW_BLOCK * ROW_TILES * _ROW_BLOCK).to(gl.int32))  # fmt: skip
@@ -961,11 +878,11 @@ def _tile(
             _issue_loads(i - FIRST, rings[i % RINGS].stage(i // RINGS), src, WHOLE * _TILE_K, N, WHOLE, TAIL_ROWS,
                          BULK, ROW_TILES)  # fmt: skip
 
-    acc = gl.zeros((BLOCK_N, XR), dtype=gl.float32, layout=acc_layout)
-    part = gl.zeros((BLOCK_N, XR), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
+    acc = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
+    part = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)  # each block's partial sum
     spare = part  # the next block's partial, with TWO_PARTIALS; the second tile's, with OVERLAP
     if TWO_PARTIALS or OVERLAP:
-        spare = gl.zeros((BLOCK_N, XR), dtype=gl.float32, layout=acc_layout)
+        spare = gl.zeros((BLOCK_N, BLOCK_M), dtype=gl.float32, layout=acc_layout)
     acc_e, part_e = acc, part  # the extra tokens' sums, with TAIL_ROWS
     if TAIL_ROWS:
         extra_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -1032,8 +949,6 @@ def _tile(
                 mbarrier.invalidate(rings[ring].stage(i).bar)
 
     acc = sums.acc
-    if STACK_K:
-        acc = _fold_halves(acc, OUT_N, BLOCK_M)
     ACC_SCALE: gl.constexpr = _FAST_ACC_SCALE if FAST else 1.0
     ACC_TIMES: gl.constexpr = 64.0 if not F16 and not FAST else 1.0  # the bit-spread encoding's 2 ** -6 (exact)
     if K_SPLITS > 1:  # the last of the tile's programs to finish adds the sums and runs the epilogue
@@ -1079,9 +994,8 @@ def _bmm1_sm90_kernel(
     K_SPLITS: gl.constexpr = 1,  # Sm90Config.k_splits, as K's tiles allow (_k_splits)
     BULK_W: gl.constexpr = False,  # Sm90Config.bulk_weights, on weights in the fp8 layout
     SLOT_BUFFERS: gl.constexpr = False,  # Sm90Config.slot_buffers
-    STACK_K: gl.constexpr = False,  # Sm90Config.stack_k
 ):
-    GRID_N: gl.constexpr = N // _out_rows(gl.num_warps(), STACK_K)
+    GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     split = gl.program_id(0) % K_SPLITS  # a tile's splits are consecutive programs
     pid = gl.program_id(0) // K_SPLITS
     entry = gl.load(schedule_ptr + pid // GRID_N)  # consecutive programs share the token block: x stays in cache
@@ -1099,17 +1013,17 @@ def _bmm1_sm90_kernel(
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
         _split_tile(call, m0, K, N, BLOCK_M // 4, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS, STACK_K)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
         _split_tile(call, m0, K, N, BLOCK_M // 2, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS, STACK_K)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
         # a ring one stage shallower, odd: unpaired
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
               0)  # fmt: skip
     else:
         _split_tile(call, m0, K, N, BLOCK_M, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
-                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS, STACK_K)  # fmt: skip
+                    FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip
 
 
 @gluon.jit
@@ -1118,13 +1032,12 @@ def _split_tile(
     NUM_STAGES: gl.constexpr, F16: gl.constexpr, ZERO_SCALE: gl.constexpr, PARITY_RINGS: gl.constexpr,
     TWO_PARTIALS: gl.constexpr, FAST: gl.constexpr, OVERLAP_TILES: gl.constexpr, K_SPLITS: gl.constexpr,
     WS_M: gl.constexpr, BULK_W: gl.constexpr = False, SLOT_BUFFERS: gl.constexpr = False,
-    STACK_K: gl.constexpr = False,
 ):  # fmt: skip
     """_tile (without tail rows) over the whole of K, or over split call.split's K tiles: every split but the last
     takes PER whole tiles, the last the rest (with the tile that K ends inside)."""
     if K_SPLITS == 1:
         _tile(call, m0, K, N, BLOCK_M, 0, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
-              OVERLAP_TILES, BULK_W=BULK_W, SLOT_BUFFERS=SLOT_BUFFERS, STACK_K=STACK_K)  # fmt: skip
+              OVERLAP_TILES, BULK_W=BULK_W, SLOT_BUFFERS=SLOT_BUFFERS)  # fmt: skip
     else:
         PER: gl.constexpr = _split_tiles(K, K_SPLITS)
         if call.split < K_SPLITS - 1:
@@ -1180,7 +1093,6 @@ def kernel_constexprs(
         "K_SPLITS": _k_splits(config.k_splits, k),
         "BULK_W": bool(config.bulk_weights),
         "SLOT_BUFFERS": bool(config.slot_buffers),
-        "STACK_K": bool(config.stack_k),
     }
 
 

@@ -67,11 +67,6 @@ class Sm90Config:
     # or 64) on 8-token blocks (block_m 8), the packed words loaded straight into mma.sync's registers num_stages - 1
     # K tiles ahead (no shared-memory ring); num_warps / (decode_rows / 16) sets of warps split the K tiles.
     decode_rows: int = 0
-    # The K tiles' two halves stacked in one 128-row wgmma (num_warps 8): rows 64-127 are rows 0-63's weights over the
-    # second half of K, on x rows holding the same tokens at those tiles (the wgmma's N twice block_m); the two
-    # diagonal quarters of the accumulator are added before the epilogue. 64 weight rows a program, each warp's K chain
-    # halved, no second program or hand-in (decode: few programs, each bound by its chain).
-    stack_k: bool = False
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -140,16 +135,6 @@ class Sm90Config:
                     " a power-of-two multiple of decode_rows / 16, maxnreg at most and no other option, got"
                     f" {self}"
                 )
-        if self.stack_k and (
-            self.num_warps != 8
-            or self.block_m > 64
-            or any((self.tail_rows, self.two_partials, self.split_at, self.overlap_tiles, self.warp_specialized,
-                    self.fp8_layout, self.decode_rows, self.k_splits > 1))
-        ):  # fmt: skip
-            raise ValueError(
-                "Sm90Config: stack_k takes num_warps 8, block_m up to 64 and none of tail_rows, two_partials, split_at,"
-                f" overlap_tiles, warp_specialized, fp8_layout, decode_rows, k_splits, got {self}"
-            )
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow_last_tile not in (0, 1, 2):
@@ -163,7 +148,7 @@ class Sm90Config:
 
     @property
     def block_n(self) -> int:  # weight rows per tile (a work item's, split_k's one row block, the decode tile's)
-        return 64 if self.split_k or self.stack_k else self.decode_rows or 16 * self.num_warps
+        return 64 if self.split_k else self.decode_rows or 16 * self.num_warps
 
     @property
     def tiles(self) -> tuple[tuple[int, int], ...]:
@@ -235,4 +220,4 @@ def f16_config(config: Sm90Config) -> Sm90Config:
         config = TABLES["accurate"][0][1]
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_stages=config.large_num_stages)
-    return replace(config, maxnreg=None, tail_rows=0, k_splits=1, stack_k=False)
+    return replace(config, maxnreg=None, tail_rows=0, k_splits=1)

@@ -39,10 +39,3 @@ DECODE_PLANS = [
     _sm90.Sm90Config(8, 2, 8, decode_rows=32),
     _sm90.Sm90Config(8, 3, 16, decode_rows=64),
 ]
-
-# The K tiles' two halves stacked in one 128-row wgmma (stack_k): block_m 16 at the first entry's register cap with
-# parity rings and narrowing to 8 tokens; block_m 32 uncapped on one ring of 3 stages (an odd count).
-STACK_PLANS = [
-    _sm90.Sm90Config(16, 4, 8, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True, stack_k=True),
-    _sm90.Sm90Config(32, 3, 8, narrow_last_tile=2, stack_k=True),
-]

@@ -9,7 +9,7 @@ import functools
 
 import pytest
 import torch
-from _plans import BULK_PLAN, DECODE_PLANS, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, STACK_PLANS, WS_CONFIG
+from _plans import BULK_PLAN, DECODE_PLANS, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, WS_CONFIG
 
 from moe_gather import _sm90, bmm1
 from moe_gather.mxfp4 import MXFP4Weights
@@ -316,29 +316,6 @@ def test_decode_calls_with_their_k_tiles_split(params, sm90, weights, rows):
         config = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         assert (config.k_splits > 1) == (rows <= 4), config
         _check(problem, weights, f"{rows} rows in slices {sizes}, {config}")
-
-
-@pytest.mark.parametrize("k", [32, 128, 256, 384, 576, 640, 2816, 2880, 2944])
-@pytest.mark.parametrize("config", STACK_PLANS, ids=str)
-def test_k_ending_anywhere_through_stack_k(params, sm90, precision, config, k):
-    """stack_k's first half takes cdiv(tiles, 2) K tiles, the second the rest: K of 1 tile, partial or whole (the
-    second half has none), 2 (one each), 3 (two and one), 5 with a partial last tile in the second half or a whole
-    one, 22 whole (11 each), 23 with a partial last tile (2880) and 23 whole."""
-    problem, weights = _k_problem(k, precision)
-    _check(problem, weights, f"K = {k}, {config}", config=config)
-
-
-@pytest.mark.parametrize("config", STACK_PLANS, ids=str)
-def test_stack_k_on_slices_of_every_size_is_deterministic(params, sm90, weights, config):
-    """Slices whose last tiles take every width, and 1-8 rows in as many experts, through stack_k: against the
-    reference, and two launches give the same bytes."""
-    n = MODEL.local_experts
-    for problem in (_every_width_problem(params), _sized_problem(params, [1, 2, 3, 4, 5, 6, 7, 8] + [0] * (n - 8))):
-        first = _check(problem, weights, f"slices {problem.routing.ragged.slice_sizes.tolist()}, {config}",
-                       config=config)  # fmt: skip
-        second = bmm1.run_problem(problem, weights, config=config)
-        torch.cuda.synchronize()
-        assert torch.equal(first.view(torch.uint8), second.view(torch.uint8)), config
 
 
 @pytest.mark.parametrize("k", [32, 256, 384, 576, 640, 2816, 2880, 2944])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import triton
-from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, STACK_PLANS, WS_CONFIG
+from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, WS_CONFIG
 from _ptxas import (
     after_main_loop_sass,
     innermost_loops_sass,
@@ -815,59 +815,6 @@ def test_decode_configs_refuse_what_the_tile_does_not_run():
         with pytest.raises(ValueError, match="decode_rows is 16, 32 or 64"):
             replace(base, **fields)
     assert _sm90.f16_config(base) == _sm90.f16_config(_sm90.CONFIGS[0][1]), "the fp16 path runs the table's tile"
-
-
-@pytest.mark.parametrize("fast", [False, True], ids=["accurate", "fast"])
-@pytest.mark.parametrize("config", STACK_PLANS, ids=str)
-def test_stack_k_plans_compile_with_both_halves_in_one_wgmma(config, fast, tmp_path):
-    """Every stack_k plan compiles for sm_90a without spills, its wgmmas 128 rows on x rows twice block_m (each
-    tile width's: block_m, / 2, / 4, down to 8 tokens), within three programs a multiprocessor."""
-    kernel = compile_sm90(config, fast=fast)
-    ptx = kernel.asm["ptx"]
-    report = ptxas_report(ptx, "sm_90a", tmp_path)
-    assert spilled_bytes(report) == 0, report
-    widths = {int(n) for n in re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32", ptx)}
-    narrowed = [config.block_m >> h for h in range(_sm90._narrowing(config.narrow_last_tile, config.block_m) + 1)]
-    assert widths == {2 * m for m in narrowed}, widths
-    assert registers_used(report) * 32 * config.num_warps * 3 <= 65536 or not config.maxnreg
-    assert kernel.metadata.shared <= 227 * 1024 // 3 or not config.maxnreg
-
-
-def test_stack_k_configs_are_refused_outside_their_tile():
-    base = STACK_PLANS[0]
-    assert base.block_n == 64, "a program's weight rows: one row block over two halves of K"
-    refused = (
-        {"num_warps": 4},
-        {"block_m": 128},
-        {"tail_rows": 16, "block_m": 32},
-        {"two_partials": True},
-        {"overlap_tiles": 2},
-        {"fp8_layout": True},
-        {"k_splits": 2},
-        {"parity_rings": False, "split_at": 32},
-    )
-    for fields in refused:  # fmt: skip
-        with pytest.raises(ValueError, match="stack_k takes num_warps 8"):
-            replace(base, **fields)
-    assert not _sm90.f16_config(base).stack_k, "the fp16 path runs its K tiles unstacked"
-
-
-def test_stack_k_launch_plan(monkeypatch):
-    """A program holds one 64-row block over both halves of K: the grid is the schedule's entries times N / 64."""
-    launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 7)  # schedule
-    w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=640))
-    ragged = make_ragged_metadata(torch.tensor([40, 3], dtype=torch.int32), 43, 4)
-    gather = torch.zeros(43, dtype=torch.int32)
-    _sm90.launch(None, w, torch.zeros(2, 128), gather, ragged, None, None, 1.0, 1.0, None, STACK_PLANS[1])
-    ((grid, schedule, kwargs),) = launches
-    assert grid == (schedule.numel() * 2,) and kwargs["STACK_K"] and kwargs["num_warps"] == 8
-
-
-def test_stack_k_halves_split_k_tiles_as_the_kernel_steps():
-    """The first half takes cdiv(tiles, 2) K tiles (the kernel's steps), the second the rest: none with one tile."""
-    for k, steps in ((32, 1), (128, 1), (256, 1), (384, 2), (576, 3), (2880, 12), (2944, 12), (2816, 11)):
-        assert _sm90._stack_half(k, True) == steps and _sm90._stack_half(k, False) == -(-k // 128)
-        assert _sm90._first_half_k(k, steps) == min(k, steps * 128)
 
 
 def test_k_splits_launch_plan(monkeypatch):

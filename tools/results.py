@@ -877,6 +877,12 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_fp8_midrange.json"),
         "",
+        "- `sweep_fp8_m64_large.json`: from 193 rows per slice, the block_m 128 entry (run first and last) against the "
+        "block_m 64 tile reading the fp8 layout, with tail rows 16 or its K tiles in pairs (two programs a "
+        "multiprocessor):",
+        "",
+        *_config_sweep("sweep_fp8_m64_large.json"),
+        "",
         "gpt-oss-20b in the fp8 layout from 2048 tokens, vendor in the same process (`python -m moe_gather bench "
         "--model gpt-oss-20b --precision fast --layout fp8 --no-peer --batch-sizes 2048,3072,4096,5120,6144,7680 "
         f"--json {_rel(FAST / 'bench_fast_fp8_20b.json')}`), beside the packed words' run of the same cases "
