@@ -413,17 +413,28 @@ def _fast_beside_cublas(runs: list[dict]) -> list[str]:
     return lines
 
 
-def _config_sweep(name: str) -> list[str]:
+def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
     """A sweep of configs on one weights object (tools/sweep_sm90.py --layouts fp8, JSON; a config without
-    fp8_layout reads its packed words): per case, each config's time in the order run and over the first's."""
+    fp8_layout reads its packed words): per case, each config's time in the order run and over the first's.
+    table_ends: the first and last configs are each case's table choice ('table'), its k splits by the case."""
     by_case: dict[str, list[dict]] = {}
     for r in json.loads((FAST / name).read_text()):
         by_case.setdefault(r["case"], []).append(r)
     if not by_case:
         raise ValueError(f"{name}: no rows")
-    labels = [_sweep_label(r) for r in next(iter(by_case.values()))]
-    if any([_sweep_label(r) for r in rows] != labels for rows in by_case.values()):
+
+    def labelled(rows):
+        labels = [_sweep_label(r) for r in rows]
+        return ["the table's choice", *labels[1:-1], "the table's choice"] if table_ends else labels
+
+    labels = labelled(next(iter(by_case.values())))
+    if any(labelled(rows) != labels for rows in by_case.values()):
         raise ValueError(f"{name}: the cases ran different configs; its columns would not match")
+    if table_ends:
+        by_case = {
+            case + (f" (k_splits {rows[0]['k_splits']})" if rows[0]["k_splits"] > 1 else ""): rows
+            for case, rows in by_case.items()
+        }
     lines = [
         "| case | " + " | ".join(f"{i + 1}: {c}" + (" | / 1" if i else "") for i, c in enumerate(labels)) + " |",
         "|---|" + "---:|" * (2 * len(labels) - 1),
@@ -828,6 +839,12 @@ def fast() -> str:
         "tile with K tiles in pairs or chunks of four (overlap_tiles 2, 4; no tail rows):",
         "",
         *_config_sweep("sweep_m64_overlap.json"),
+        "",
+        "- `sweep_m16_capped.json`, decode and up to 32 rows per slice: the first entry (run first and last; 2 K "
+        "splits up to 4 rows) against block_m 16 on 4 stages at 64 or 72 registers (8 or 7 programs a "
+        "multiprocessor, 6 for the entry; a slice of 17-32 rows takes two tiles):",
+        "",
+        *_config_sweep("sweep_m16_capped.json", table_ends=True),
         "",
         "Decode: calls of 1-16 rows (`sweep_decode_*.json`, the words alone: `--layouts mxfp4`), the first entry "
         "(run first and last) against its K tiles split between programs (k_splits) and, fast only, the "
