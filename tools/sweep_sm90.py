@@ -98,6 +98,9 @@ def main():
                    "bitwise": agreement.bitwise_equal_fraction, "max_ulp": agreement.max_ulp, "max_err": max_err,
                    "rms_err": rms_err}  # fmt: skip
             rows.append(row)
+            if args.json:  # after every row: a sweep cut short keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
             flags = [
                 name
                 for name in (
@@ -125,9 +128,6 @@ def main():
                 f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",
                 flush=True,
             )
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":
