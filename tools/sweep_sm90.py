@@ -11,6 +11,7 @@ one line per (case, config). List configs twice ('A;B;A;B') to interleave them.
 
 import argparse
 import json
+import os
 from dataclasses import asdict, replace
 
 import torch
@@ -98,9 +99,7 @@ def main():
                    "bitwise": agreement.bitwise_equal_fraction, "max_ulp": agreement.max_ulp, "max_err": max_err,
                    "rms_err": rms_err}  # fmt: skip
             rows.append(row)
-            if args.json:  # after every row: a sweep cut short keeps what it measured
-                with open(args.json, "w") as f:
-                    json.dump(rows, f, indent=1)
+            _save(rows, args.json)  # after every row: a sweep cut short keeps what it measured
             flags = [
                 name
                 for name in (
@@ -128,6 +127,15 @@ def main():
                 f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",
                 flush=True,
             )
+    _save(rows, args.json)  # [] where no config ran
+
+
+def _save(rows: list[dict], path: str | None) -> None:
+    """The rows so far as JSON at `path` (none: nothing), replaced whole: a run killed mid-write leaves the last."""
+    if path:
+        with open(f"{path}.part", "w") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(f"{path}.part", path)
 
 
 if __name__ == "__main__":
