@@ -902,6 +902,12 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_fp8_m64_large.json"),
         "",
+        "- `sweep_fp8_tail64.json`: 161 and 175 rows per slice (uniform-bs5120, -bs5632), the table's block_m 64 "
+        "entry on the packed words (run first and last) against block_m 128 reading the fp8 layout with 64 tail "
+        "rows (a slice of 129-192 rows in one tile of 128 + 64 tokens) and in chunks of four K tiles:",
+        "",
+        *_config_sweep("sweep_fp8_tail64.json"),
+        "",
         "gpt-oss-20b in the fp8 layout from 2048 tokens, vendor in the same process (`python -m moe_gather bench "
         "--model gpt-oss-20b --precision fast --layout fp8 --no-peer --batch-sizes 2048,3072,4096,5120,6144,7680 "
         f"--json {_rel(FAST / 'bench_fast_fp8_20b.json')}`), beside the packed words' run of the same cases "
