@@ -22,6 +22,7 @@ _sm90_config (both re-exported here); docs/sm90.md has the design.
 """
 
 import functools
+from dataclasses import replace
 
 import torch
 import triton.language as tl
@@ -994,6 +995,7 @@ def _bmm1_sm90_kernel(
     K_SPLITS: gl.constexpr = 1,  # Sm90Config.k_splits, as K's tiles allow (_k_splits)
     BULK_W: gl.constexpr = False,  # Sm90Config.bulk_weights, on weights in the fp8 layout
     SLOT_BUFFERS: gl.constexpr = False,  # Sm90Config.slot_buffers
+    WIDE: gl.constexpr = False,  # Sm90Config.wide_tiles: every tile BLOCK_M + TAIL_ROWS rows wide
 ):
     GRID_N: gl.constexpr = N // (16 * gl.num_warps())
     split = gl.program_id(0) % K_SPLITS  # a tile's splits are consecutive programs
@@ -1009,7 +1011,7 @@ def _bmm1_sm90_kernel(
 
     call = _Call(x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, x_scale_ptr, out_scale_ptr, out_ptr,
                  alpha, limit, expert, pid_n, size, start, sums_ptr, arrivals_ptr, pid, split, w_desc)  # fmt: skip
-    m0 = pid_m * BLOCK_M  # the tile's first row in the slice
+    m0 = pid_m * (BLOCK_M + TAIL_ROWS if WIDE else BLOCK_M)  # the tile's first row in the slice
     rows_left = size - m0
     if NARROW >= 2 and rows_left <= BLOCK_M // 4:  # the slice's last rows fit a quarter of a tile
         _split_tile(call, m0, K, N, BLOCK_M // 4, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
@@ -1017,7 +1019,7 @@ def _bmm1_sm90_kernel(
     elif NARROW >= 1 and rows_left <= BLOCK_M // 2:  # half a tile
         _split_tile(call, m0, K, N, BLOCK_M // 2, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip
-    elif TAIL_ROWS > 0 and rows_left > BLOCK_M and rows_left <= BLOCK_M + TAIL_ROWS:  # the last rows, and the tail
+    elif TAIL_ROWS > 0 and rows_left > BLOCK_M and (WIDE or rows_left <= BLOCK_M + TAIL_ROWS):  # rows past BLOCK_M
         # a ring one stage shallower, odd: unpaired
         _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
               0)  # fmt: skip
@@ -1093,6 +1095,7 @@ def kernel_constexprs(
         "K_SPLITS": _k_splits(config.k_splits, k),
         "BULK_W": bool(config.bulk_weights),
         "SLOT_BUFFERS": bool(config.slot_buffers),
+        "WIDE": bool(config.wide_tiles),
     }
 
 
@@ -1140,14 +1143,18 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         from ._sm90_decode import launch_decode  # it builds on this module
 
         return launch_decode(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
+    # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
+    folded = config.fp8_layout and w.folded is not None
+    if config.wide_tiles and not folded:  # the packed words: the tile without its tail rows
+        config = replace(config, wide_tiles=False, tail_rows=0)
+    # a schedule entry's rows: block_m (a slice's last tile up to tail_rows more), or with wide_tiles both always
+    width, extra = (config.block_m + config.tail_rows, 0) if config.wide_tiles else (config.block_m, config.tail_rows)
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     elif config.widest_first:
-        schedules = (ragged.widest_first(config.block_m, config.tail_rows),)
+        schedules = (ragged.widest_first(width, extra),)
     else:
-        schedules = (ragged.schedule(config.block_m, config.tail_rows),)
-    # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
-    folded = config.fp8_layout and w.folded is not None
+        schedules = (ragged.schedule(width, extra),)
     words = w.folded.view(torch.float8_e4m3fn) if folded else w.words.view(torch.int32)
     w_desc = _bulk_descriptor(words) if folded and config.bulk_weights else None
     for tile, schedule in enumerate(schedules):

@@ -67,6 +67,10 @@ class Sm90Config:
     # or 64) on 8-token blocks (block_m 8), the packed words loaded straight into mma.sync's registers num_stages - 1
     # K tiles ahead (no shared-memory ring); num_warps / (decode_rows / 16) sets of warps split the K tiles.
     decode_rows: int = 0
+    # Every tile block_m + tail_rows tokens wide where the weights hold the fp8 layout's bytes: the tail rows' wgmma on
+    # the same weights in each tile, not only in a slice's last (192 tokens at block_m 128: fewer bytes a flop from L2);
+    # a slice's last block_m rows or fewer run the plain tile. On the packed words the config runs without its tail.
+    wide_tiles: bool = False
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -135,6 +139,8 @@ class Sm90Config:
                     " a power-of-two multiple of decode_rows / 16, maxnreg at most and no other option, got"
                     f" {self}"
                 )
+        if self.wide_tiles and not (self.tail_rows and self.fp8_layout):
+            raise ValueError(f"Sm90Config: wide_tiles widens every tile by tail_rows on the fp8 layout, got {self}")
         if self.widest_first and self.split_at:
             raise ValueError(f"Sm90Config: widest_first orders one schedule, not split_at's two, got {self}")
         if self.narrow_last_tile not in (0, 1, 2):
@@ -218,6 +224,7 @@ def f16_config(config: Sm90Config) -> Sm90Config:
     tile needs 142 registers; capped at 128 it spills), its K tiles on one program (k_splits is not measured there)."""
     if config.decode_rows:  # the decode tile reads the fp8 path's words: the table's first entry instead
         config = TABLES["accurate"][0][1]
+    config = replace(config, maxnreg=None, tail_rows=0, k_splits=1, wide_tiles=False)
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_stages=config.large_num_stages)
-    return replace(config, maxnreg=None, tail_rows=0, k_splits=1)
+    return config

@@ -132,8 +132,9 @@ class RaggedMetadata:
 
     def schedule(self, block_m: int, extra: int = 0) -> torch.Tensor:
         """block_schedule[block_m], or with `extra` the schedule whose slices' last tiles take up to `extra` rows
-        past block_m instead of a tile of their own (Sm90Config.tail_rows; on the device, without a sync, once)."""
-        if not extra:
+        past block_m instead of a tile of their own (Sm90Config.tail_rows; on the device, without a sync, once); a
+        block_m block_schedule does not hold (Sm90Config.wide_tiles' block_m + tail_rows) likewise made once."""
+        if not extra and block_m in self.block_schedule:
             return self.block_schedule[block_m]
 
         def make():

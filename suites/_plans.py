@@ -39,3 +39,7 @@ DECODE_PLANS = [
     _sm90.Sm90Config(8, 2, 8, decode_rows=32),
     _sm90.Sm90Config(8, 3, 16, decode_rows=64),
 ]
+
+# The fast table's block_m 128 entry with 64 tail rows in every tile where the weights hold the fp8 layout (192
+# tokens a tile; wide_tiles).
+WIDE_PLAN = replace(FP8_ENTRY, tail_rows=64, wide_tiles=True)

@@ -9,7 +9,7 @@ import functools
 
 import pytest
 import torch
-from _plans import BULK_PLAN, DECODE_PLANS, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, WS_CONFIG
+from _plans import BULK_PLAN, DECODE_PLANS, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, WIDE_PLAN, WS_CONFIG
 
 from moe_gather import _sm90, bmm1
 from moe_gather.mxfp4 import MXFP4Weights
@@ -419,6 +419,7 @@ FP8_LAYOUT_PLANS = [
       for c in (*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])),
     BULK_PLAN,
     SLOTS_PLAN,
+    WIDE_PLAN,
 ]  # fmt: skip
 
 
@@ -444,12 +445,27 @@ def fp8_layout(params):
     return bmm1.prepare_weights(params.weights, precision="fast", layout="fp8")
 
 
-@pytest.mark.parametrize("config", [*FP8_LAYOUT_PLANS[: len(_sm90.FAST_CONFIGS)], BULK_PLAN, SLOTS_PLAN], ids=str)
+@pytest.mark.parametrize(
+    "config", [*FP8_LAYOUT_PLANS[: len(_sm90.FAST_CONFIGS)], BULK_PLAN, SLOTS_PLAN, WIDE_PLAN], ids=str
+)
 def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, config):
     """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout, and the block_m
-    128 entry's weight tiles by TMA and its stages in allocations of their own."""
+    128 entry's weight tiles by TMA, its stages in allocations of their own, and its tiles widened by 64 tail rows."""
     problem = _every_width_problem(params)
     _both_layouts(problem, fp8_layout, config, "tile widths, layout fp8")
+
+
+def test_wide_tiles_on_slices_of_several_tiles(params, sm90, fp8_layout):
+    """Slices of one to four 192-row tiles, ending at a tile boundary, a row past one, within a tile's tail rows or
+    in its first 128 rows (then the plain or a narrowed tile), through wide_tiles: against the reference, the packed
+    words' bytes (the entry without tail rows), and two launches alike."""
+    sizes = [193, 384, 385, 500, 320, 129, 192, 700, 0, 1, 64, 0, 0, 0, 0, 0]
+    problem = _sized_problem(params, sizes)
+    _both_layouts(problem, fp8_layout, WIDE_PLAN, f"slices {sizes}, layout fp8")
+    first = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN)
+    second = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN)
+    torch.cuda.synchronize()
+    assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
 
 
 @pytest.mark.parametrize("params_set", ["seed", "real"])

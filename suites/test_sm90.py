@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import triton
-from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, WS_CONFIG
+from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, WIDE_PLAN, WS_CONFIG
 from _ptxas import (
     after_main_loop_sass,
     innermost_loops_sass,
@@ -150,6 +150,44 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
             assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.folded)
         else:
             assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
+
+
+def test_wide_tiles_take_block_m_plus_tail_rows_a_tile_on_the_fp8_layout_only(monkeypatch):
+    """wide_tiles is refused by name without tail rows or the fp8 layout; on weights holding the fold's bytes every
+    schedule entry is a tile of block_m + tail_rows rows (the kernel told so), on the packed words the config runs
+    without its tail rows, as the plain entry."""
+    from moe_gather import bmm1
+
+    for fields in ({"tail_rows": 0}, {"fp8_layout": False}):
+        with pytest.raises(ValueError, match="wide_tiles widens every tile by tail_rows on the fp8 layout"):
+            replace(WIDE_PLAN, **fields)
+    assert not _sm90.f16_config(WIDE_PLAN).wide_tiles
+    w = _random_weights(e=2, n=128, k=256)
+    fp8 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp8")
+    mxfp4 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast")
+    launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 1, 7)  # words, schedule
+    sizes = [500, 129]  # 192 + 192 + 116 rows, and one 129-row tile; by 128: 4 + 2 tiles
+    for weights in (fp8, mxfp4):
+        _launch(weights, sizes, WIDE_PLAN)
+    (grid, words, wide, kwargs), (_, plain_words, plain, plain_kwargs) = launches
+    assert words.dtype == torch.float8_e4m3fn and plain_words.dtype == torch.int32
+    assert kwargs["WIDE"] and kwargs["TAIL_ROWS"] == 64 and not plain_kwargs["WIDE"] and plain_kwargs["TAIL_ROWS"] == 0
+    entries = lambda s: [(int(e) & 0xFFFF, int(e) >> 16) for e in s if e >= 0]  # (slice, pid_m)
+    assert entries(wide) == [(0, 0), (0, 1), (0, 2), (1, 0)]
+    assert entries(plain) == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]
+    assert grid == (wide.numel(),)  # N = 128: one column block
+
+
+@pytest.mark.parametrize("layout", ["fp8", "mxfp4"])
+def test_wide_tiles_compile_with_both_wgmmas(layout, tmp_path):
+    """The wide plan compiles for sm_90a with the tail rows' wgmma (N 64) beside the tile's (N 128) and no more spills
+    than the block_m 128 entry's budget (its chunks of four K tiles, compiled in the same kernel); on the packed words
+    the launcher drops the tail rows, so that kernel is the entry's."""
+    config = WIDE_PLAN if layout == "fp8" else replace(WIDE_PLAN, wide_tiles=False, tail_rows=0)
+    ptx = compile_sm90(config, fast=True, layout=layout).asm["ptx"]
+    shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k32)", ptx))
+    assert {"m64n128k32", "m64n64k32"} <= shapes if layout == "fp8" else "m64n128k32" in shapes
+    assert spilled_bytes(ptxas_report(ptx, "sm_90a", tmp_path)) <= SPILL_BUDGET[(128, "fast")]
 
 
 def test_bulk_weights_are_the_fp8_layout_s_in_chunks_and_get_a_descriptor(monkeypatch):
