@@ -176,17 +176,23 @@ def test_wide_tiles_take_block_m_plus_tail_rows_a_tile_on_the_fp8_layout_only(mo
     assert entries(wide) == [(0, 0), (0, 1), (0, 2), (1, 0)]
     assert entries(plain) == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]
     assert grid == (wide.numel(),)  # N = 128: one column block
+    launches.clear()  # widest first: the 192-row tiles, then the last ones by their rows (129, then 116)
+    _launch(fp8, sizes, replace(WIDE_PLAN, widest_first=True))
+    assert entries(launches[0][2]) == [(0, 0), (0, 1), (1, 0), (0, 2)]
 
 
-@pytest.mark.parametrize("layout", ["fp8", "mxfp4"])
-def test_wide_tiles_compile_with_both_wgmmas(layout, tmp_path):
-    """The wide plan compiles for sm_90a with the tail rows' wgmma (N 64) beside the tile's (N 128) and no more spills
-    than the block_m 128 entry's budget (its chunks of four K tiles, compiled in the same kernel); on the packed words
-    the launcher drops the tail rows, so that kernel is the entry's."""
-    config = WIDE_PLAN if layout == "fp8" else replace(WIDE_PLAN, wide_tiles=False, tail_rows=0)
-    ptx = compile_sm90(config, fast=True, layout=layout).asm["ptx"]
-    shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k32)", ptx))
-    assert {"m64n128k32", "m64n64k32"} <= shapes if layout == "fp8" else "m64n128k32" in shapes
+def test_wide_tiles_compile_with_both_wgmmas(tmp_path):
+    """The wide plan compiles for sm_90a with a tile of the tail rows' wgmmas (N 64) beside the tile's (N 128): more
+    of each than the block_m 128 entry's kernel (whose narrowed tiles have N 64 and 32 too), with no more spills than
+    the entry's budget (its chunks of four K tiles, compiled in the same kernel)."""
+
+    def wgmmas(config):
+        ptx = compile_sm90(config, fast=True, layout="fp8").asm["ptx"]
+        shapes = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32", ptx)
+        return {n: shapes.count(n) for n in ("128", "64", "32")}, ptx
+
+    (wide, ptx), (entry, _) = wgmmas(WIDE_PLAN), wgmmas(FP8_ENTRY)
+    assert wide["128"] > entry["128"] and wide["64"] > entry["64"] and wide["32"] == entry["32"], (wide, entry)
     assert spilled_bytes(ptxas_report(ptx, "sm_90a", tmp_path)) <= SPILL_BUDGET[(128, "fast")]
 
 

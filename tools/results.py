@@ -389,6 +389,7 @@ def _sweep_label(r: dict) -> str:
         + (f" k_splits {r['k_splits']}" if r.get("k_splits", 1) > 1 else "")
         + (" bulk weights" if r.get("bulk_weights") else "")
         + (" slot buffers" if r.get("slot_buffers") else "")
+        + (" wide tiles" if r.get("wide_tiles") else "")
     )
 
 

@@ -110,6 +110,7 @@ def main():
                     "persistent",
                     "split_k",
                     "fp8_layout",
+                    "wide_tiles",
                 )
                 if getattr(config, name)
             ]
