@@ -1020,12 +1020,12 @@ def _bmm1_sm90_kernel(
         _split_tile(call, m0, K, N, BLOCK_M // 2, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip
     elif TAIL_ROWS > 0 and rows_left > BLOCK_M and (WIDE or rows_left <= BLOCK_M + TAIL_ROWS):  # rows past BLOCK_M
-        if WIDE:  # most tiles: the whole ring, paired as the config's
-            _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS, FAST,
-                  0)  # fmt: skip
-        else:  # a ring one stage shallower, odd: unpaired
-            _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, NUM_STAGES - 1, F16, ZERO_SCALE, False, TWO_PARTIALS, FAST,
-                  0)  # fmt: skip
+        # A wide tile (most tiles) takes the whole ring, paired as the config's; a slice's last tile with its tail
+        # rows a ring one stage shallower, odd: unpaired.
+        TAIL_STAGES: gl.constexpr = NUM_STAGES if WIDE else NUM_STAGES - 1
+        TAIL_PARITY: gl.constexpr = PARITY_RINGS if WIDE else False
+        _tile(call, m0, K, N, BLOCK_M, TAIL_ROWS, TAIL_STAGES, F16, ZERO_SCALE, TAIL_PARITY, TWO_PARTIALS, FAST,
+              0)  # fmt: skip
     else:
         _split_tile(call, m0, K, N, BLOCK_M, NUM_STAGES, F16, ZERO_SCALE, PARITY_RINGS, TWO_PARTIALS,
                     FAST, OVERLAP_TILES, K_SPLITS, BLOCK_M, BULK_W, SLOT_BUFFERS)  # fmt: skip

@@ -10,6 +10,7 @@ import functools
 import pytest
 import torch
 from _plans import BULK_PLAN, DECODE_PLANS, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, WIDE_PLAN, WS_CONFIG
+from test_kernel import poisoned_output
 
 from moe_gather import _sm90, bmm1
 from moe_gather.mxfp4 import MXFP4Weights
@@ -424,17 +425,11 @@ FP8_LAYOUT_PLANS = [
 ]  # fmt: skip
 
 
-def _nan_out(problem):
-    """An output buffer of NaN bytes (e4m3 0x7F): a row the call skips stays NaN and fails the comparison."""
-    shape = (problem.routing.tokens, problem.params.bias.shape[-1] // 2)
-    return torch.full(shape, 0x7F, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
-
-
 def _both_layouts(problem, weights, config, description):
     """The call reading the fp8 layout's bytes (`config`) against the reference, and byte for byte against the same
     config reading the packed words (as the launcher runs it there: wide tiles without their tail rows): the same
     values, chained and promoted in the same order (for wide tiles: the same dot products in wgmmas of other N)."""
-    out = _check(problem, weights, f"{description}, {config}", config=config, out=_nan_out(problem))
+    out = _check(problem, weights, f"{description}, {config}", config=config, out=poisoned_output(problem))
     words_config = dataclasses.replace(config, fp8_layout=False, bulk_weights=False, wide_tiles=False)
     if config.wide_tiles:
         words_config = dataclasses.replace(words_config, tail_rows=0)
@@ -473,8 +468,8 @@ def test_wide_tiles_on_slices_of_several_tiles(params, sm90, fp8_layout):
     sizes = [193, 384, 385, 500, 320, 129, 192, 700, 342, 1, 64, 242, 210, 0, 0, 0]
     problem = _sized_problem(params, sizes)
     _both_layouts(problem, fp8_layout, WIDE_PLAN, f"slices {sizes}, layout fp8")
-    first = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN, out=_nan_out(problem))
-    second = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN, out=_nan_out(problem))
+    first = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN, out=poisoned_output(problem))
+    second = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN, out=poisoned_output(problem))
     torch.cuda.synchronize()
     assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
 

@@ -431,9 +431,9 @@ def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
     labels = labelled(next(iter(by_case.values())))
     if any(labelled(rows) != labels for rows in by_case.values()):
         raise ValueError(f"{name}: the cases ran different configs; its columns would not match")
-    if table_ends and any(_sweep_label(rows[0]) != _sweep_label(rows[-1]) for rows in by_case.values()):
-        raise ValueError(f"{name}: a case's first and last configs differ: not its table choice run twice")
     if table_ends:
+        if any(_sweep_label(rows[0]) != _sweep_label(rows[-1]) for rows in by_case.values()):
+            raise ValueError(f"{name}: a case's first and last configs differ: not its table choice run twice")
         by_case = {
             case + (f" (k_splits {rows[0]['k_splits']})" if rows[0]["k_splits"] > 1 else ""): rows
             for case, rows in by_case.items()

@@ -71,6 +71,7 @@ def main():
     items = args.configs.split(";") if args.configs else []
     forced = [item if item == "table" else replace(base, **parse_fields(item, base)) for item in items] or None
     rows = []
+    _save(rows, args.json)  # [] until a config has run: an earlier sweep's file never reads as this one's
     for name in args.cases.split(","):
         problem = make_problem(Case.named(model, name), "cuda", params)
         ref = reference_for(problem).out
@@ -128,7 +129,6 @@ def main():
                 f"worst {agreement.max_ulp:g} ulp  max_err {max_err:.4f}",
                 flush=True,
             )
-    _save(rows, args.json)  # [] where no config ran
 
 
 def _save(rows: list[dict], path: str | None) -> None:
