@@ -909,6 +909,23 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_fp8_tail64.json"),
         "",
+        "- `sweep_wide_mid.json`, `sweep_wide_large.json`: every tile 192 tokens (`wide_tiles`: block_m 128 with 64 "
+        "tail rows in each tile, the whole ring paired; 160 with 32) against each case's table choice, run first and "
+        "last:",
+        "",
+        *_config_sweep("sweep_wide_mid.json", table_ends=True),
+        "",
+        *_config_sweep("sweep_wide_large.json", table_ends=True),
+        "",
+        f"Its GPU tests: {_closing(FAST / 'wide_edges.log')} (`wide_edges.log`: the tests whose ids hold "
+        "`wide_tiles=True`, and `test_wide_tiles_on_slices_of_several_tiles`, from `pytest "
+        "suites/test_kernel_edges.py --gpu hopper --precision fast -k 'layout_fp8 or wide_tiles'`: against the "
+        "reference, the packed words' bytes and a second launch). compute-sanitizer with it forced on the block_m 128 "
+        "entry's cases (`wide_sanitize.log`: `PRECISION=fast LAYOUT=fp8 "
+        "MOE_GATHER_SM90_FORCE=tail_rows=64,wide_tiles=1 bash tools/sanitize.sh` with the cases below):",
+        "",
+        *_sanitize_table(FAST / "wide_sanitize.log"),
+        "",
         "gpt-oss-20b in the fp8 layout from 2048 tokens, vendor in the same process (`python -m moe_gather bench "
         "--model gpt-oss-20b --precision fast --layout fp8 --no-peer --batch-sizes 2048,3072,4096,5120,6144,7680 "
         f"--json {_rel(FAST / 'bench_fast_fp8_20b.json')}`), beside the packed words' run of the same cases "
