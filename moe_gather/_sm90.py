@@ -22,7 +22,6 @@ _sm90_config (both re-exported here); docs/sm90.md has the design.
 """
 
 import functools
-from dataclasses import replace
 
 import torch
 import triton.language as tl
@@ -50,6 +49,7 @@ from ._sm90_config import (
     Sm90Config,
     decode_configs,
     f16_config,
+    packed_words_config,
     select_config,
 )
 from ._sm90_layout import (
@@ -76,8 +76,8 @@ from .mxfp4 import MX_BLOCK
 __all__ = [
     "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_TABLE_HI", "FAST_TABLE_LO",
     "FAST_WINDOW", "FORCE_ENV", "LAYOUTS", "PRECISIONS", "TABLES",
-    "FoldError", "Sm90Config", "Sm90Weights", "decode_configs", "emulate_dequant",
-    "f16_config", "launch", "layout_refusal", "prepare_for", "prepare_weights", "row_major_words", "select_config",
+    "FoldError", "Sm90Config", "Sm90Weights", "decode_configs", "emulate_dequant", "f16_config", "launch",
+    "layout_refusal", "packed_words_config", "prepare_for", "prepare_weights", "row_major_words", "select_config",
 ]  # fmt: skip
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
@@ -1148,8 +1148,8 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         return launch_decode(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
     # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
     folded = config.fp8_layout and w.folded is not None
-    if config.wide_tiles and not folded:  # the packed words: the tile without its tail rows
-        config = replace(config, wide_tiles=False, tail_rows=0)
+    if not folded:
+        config = packed_words_config(config)
     # a schedule entry's rows: block_m (a slice's last tile up to tail_rows more), or with wide_tiles both always
     width, extra = (config.block_m + config.tail_rows, 0) if config.wide_tiles else (config.block_m, config.tail_rows)
     if config.split_at:

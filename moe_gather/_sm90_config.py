@@ -219,6 +219,12 @@ def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
     return tuple(replace(TABLES[precision][0][1], k_splits=splits) for _, splits in DECODE_SPLITS[precision])
 
 
+def packed_words_config(config: Sm90Config) -> Sm90Config:
+    """What `config` runs on weights without the fp8 layout's bytes (the packed words): wide tiles without their tail
+    rows, the plain entry."""
+    return replace(config, wide_tiles=False, tail_rows=0) if config.wide_tiles else config
+
+
 def f16_config(config: Sm90Config) -> Sm90Config:
     """What the fp16 path runs for `config`: at most F16_MAX_BLOCK_M tokens per tile, no register cap (its block_m 64
     tile needs 142 registers; capped at 128 it spills), its K tiles on one program (k_splits is not measured there)."""

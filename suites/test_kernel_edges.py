@@ -428,13 +428,13 @@ FP8_LAYOUT_PLANS = [
 def _both_layouts(problem, weights, config, description):
     """The call reading the fp8 layout's bytes (`config`) against the reference, and byte for byte against the same
     config reading the packed words (as the launcher runs it there: wide tiles without their tail rows): the same
-    values, chained and promoted in the same order (for wide tiles: the same dot products in wgmmas of other N)."""
+    values, chained and promoted in the same order (for wide tiles: the same dot products in wgmmas of other N).
+    Returns the fp8 layout's output."""
     out = _check(problem, weights, f"{description}, {config}", config=config, out=poisoned_output(problem))
-    words_config = dataclasses.replace(config, fp8_layout=False, bulk_weights=False, wide_tiles=False)
-    if config.wide_tiles:
-        words_config = dataclasses.replace(words_config, tail_rows=0)
+    words_config = dataclasses.replace(_sm90.packed_words_config(config), fp8_layout=False, bulk_weights=False)
     words = bmm1.run_problem(problem, weights, config=words_config)
     assert torch.equal(out.view(torch.uint8), words.view(torch.uint8))
+    return out
 
 
 @pytest.mark.parametrize("k", [96, 384, 2880])
@@ -467,8 +467,7 @@ def test_wide_tiles_on_slices_of_several_tiles(params, sm90, fp8_layout):
     words' bytes (the entry without tail rows), and two launches alike."""
     sizes = [193, 384, 385, 500, 320, 129, 192, 700, 342, 1, 64, 242, 210, 0, 0, 0]
     problem = _sized_problem(params, sizes)
-    _both_layouts(problem, fp8_layout, WIDE_PLAN, f"slices {sizes}, layout fp8")
-    first = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN, out=poisoned_output(problem))
+    first = _both_layouts(problem, fp8_layout, WIDE_PLAN, f"slices {sizes}, layout fp8")
     second = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN, out=poisoned_output(problem))
     torch.cuda.synchronize()
     assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
