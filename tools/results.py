@@ -917,9 +917,8 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_wide_large.json", table_ends=True),
         "",
-        f"Its GPU tests: {_closing(FAST / 'wide_edges.log')} (`wide_edges.log`: the tests whose ids hold "
-        "`wide_tiles=True`, and `test_wide_tiles_on_slices_of_several_tiles`, from `pytest "
-        "suites/test_kernel_edges.py --gpu hopper --precision fast -k 'layout_fp8 or wide_tiles'`: against the "
+        "Its GPU tests: in `fp8_layout_edges.log` below (the ids holding `wide_tiles=True`, and "
+        "`test_wide_tiles_on_slices_of_several_tiles`: against the "
         "reference, the packed words' bytes and a second launch). compute-sanitizer with it forced on the block_m 128 "
         "entry's cases (`wide_sanitize.log`: `PRECISION=fast LAYOUT=fp8 "
         "MOE_GATHER_SM90_FORCE=tail_rows=64,wide_tiles=1 bash tools/sanitize.sh` with the cases below):",
@@ -934,10 +933,12 @@ def fast() -> str:
         *_fp8_20b(),
         "",
         "Against the reference and byte for byte against the packed words' output: "
-        f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: every fast entry, the K tiles in pairs "
-        "and k_splits reading the fp8 layout at K = 96, 384 and 2880 and on the every-width slices, with the k_splits "
-        "K tests: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k 'layout_fp8 or "
-        "through_k_splits'`. `compare_fast_fp8.log`, on the gate page, checks every gate case of the "
+        f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: `pytest suites/test_kernel_edges.py "
+        "--gpu hopper --precision fast -k 'layout_fp8 or wide_tiles'`, which selects every test parametrized by "
+        "a config, as each config's id names `wide_tiles`: the fp8 layout on every fast entry, the K tiles in "
+        "pairs, k_splits and the wide tiles at K = 96, 384 and 2880 and on the every-width slices, the opt-in "
+        "plans, and the K tests of k_splits, split_k and the decode tile. "
+        "`compare_fast_fp8.log`, on the gate page, checks every gate case of the "
         "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
         "layout (`fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases below):",
