@@ -59,7 +59,7 @@ def main(ks):
             ts = [times[who, name, k] for k in ks]
             a, b = fit(ks, ts)
             at = a + b * base.hidden
-            loop = 2 * tokens[name] * base.n * 1000 / (b * 1000) / 1e6  # flops of 1000 K over b us a 1000 K
+            loop = 2 * tokens[name] * base.n / b / 1e6  # flops a unit of K over b us a unit of K
             print(
                 f"fit {who} {name}: a {a:.1f} us, b {b * 1000:.2f} us per 1000 K, at {base.hidden} {at:.1f} us, "
                 f"intercept {a / at:.1%}, loop {loop:.0f} TFLOP/s",
