@@ -1,15 +1,16 @@
 """What a call's time is made of beyond decode: the kernel and the vendor anchor timed against K on the same cases.
 
-    python3 tools/k_scan.py [K,K,...]   # default 1408,2816,5632: 11, 22 and 44 whole K tiles
+    python3 tools/k_scan.py [K,K,...]   # default 2816,4224,5632: 22, 33 and 44 whole K tiles
 
 Per case and K: the kernel at the fast precision on the fp8 layout (the table's choice) and the vendor anchor
 (`torch._scaled_grouped_mm` on the same slices, weights dense e4m3), sustained timing, the routing of gpt-oss-120b's
-case at every K. A fit t = a + b K per case: `a` is what does not scale with K (launch, program starts and ring fill,
-the drain, the epilogue), `b` the K loop's rate, reported as the loop's TFLOP/s. results/h200/fast/k_scan.log holds
-the H200's figures.
+case at every K. Then per case and pair of consecutive Ks, each one's marginal rate: the flops the added K brings over
+the time it adds. A rate that falls as K grows is a cost that grows faster than K (an expert's weights outgrowing L2),
+so no straight line through the times separates a fixed part. results/h200/fast/k_scan.log holds the H200's figures.
 """
 
 import dataclasses
+import itertools
 import sys
 
 import torch
@@ -20,15 +21,7 @@ from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem
 
 CASES = ("uniform-bs31744", "uniform-bs16384", "zipf-bs16384", "uniform-bs8192", "uniform-bs3072", "uniform-bs256")
-DEFAULT_KS = (1408, 2816, 5632)
-
-
-def fit(ks, times) -> tuple[float, float]:
-    """Least squares (a, b) of times = a + b * ks."""
-    n = len(ks)
-    mk, mt = sum(ks) / n, sum(times) / n
-    b = sum((k - mk) * (t - mt) for k, t in zip(ks, times, strict=True)) / sum((k - mk) ** 2 for k in ks)
-    return mt - b * mk, b
+DEFAULT_KS = (2816, 4224, 5632)
 
 
 def main(ks):
@@ -54,17 +47,11 @@ def main(ks):
             )
         weights = vendor = params = None  # freed before the next K's
         torch.cuda.empty_cache()
-    for who in ("kernel", "vendor"):
-        for name in CASES:
-            ts = [times[who, name, k] for k in ks]
-            a, b = fit(ks, ts)
-            at = a + b * base.hidden
-            loop = 2 * tokens[name] * base.n / b / 1e6  # flops a unit of K over b us a unit of K
-            print(
-                f"fit {who} {name}: a {a:.1f} us, b {b * 1000:.2f} us per 1000 K, at {base.hidden} {at:.1f} us, "
-                f"intercept {a / at:.1%}, loop {loop:.0f} TFLOP/s",
-                flush=True,
-            )
+    for name in CASES:
+        for k0, k1 in itertools.pairwise(ks):
+            flops = 2 * tokens[name] * base.n * (k1 - k0)
+            rates = [flops / (times[who, name, k1] - times[who, name, k0]) / 1e6 for who in ("kernel", "vendor")]
+            print(f"step {name} K {k0} to {k1}: kernel {rates[0]:.0f} TFLOP/s, vendor {rates[1]:.0f} TFLOP/s")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import os
 import re
@@ -579,6 +580,61 @@ def _sol(text: str, name: str) -> str:
     return m[1] + ("%" if "%" in SOL[name] else "")
 
 
+K_SCAN_LINE = re.compile(r"^K (\d+) (\S+): kernel ([\d.]+) us, vendor ([\d.]+) us", re.M)
+K_SCAN_STEP = re.compile(r"^step (\S+) K (\d+) to (\d+): kernel (\d+) TFLOP/s, vendor (\d+) TFLOP/s$", re.M)
+
+
+def _span(fractions: list[float]) -> str:
+    low, high = min(fractions), max(fractions)
+    return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}-{high:.0%}"
+
+
+def _k_scan_config(text: str, case: str) -> str:
+    return re.search(rf"^K \d+ {re.escape(case)}: .*?\((\d+ rows, .*)\)$", text, re.M)[1]
+
+
+def _k_scan() -> list[str]:
+    """The kernel and the vendor anchor against K (k_scan.log): times per K, and each added K's marginal rate."""
+    text = (FAST / "k_scan.log").read_text()
+    times = {(m[2], int(m[1])): (float(m[3]), float(m[4])) for m in K_SCAN_LINE.finditer(text)}
+    ks = sorted({k for _, k in times})
+    steps = {(m[1], int(m[2])): (m[4], m[5]) for m in K_SCAN_STEP.finditer(text)}
+    cases = dict.fromkeys(case for case, _ in times)
+    rate = {(case, k, who): int(steps[case, k][who]) for case, k in steps for who in (0, 1)}
+    largest, *rest = cases
+    first = rate[largest, ks[0], 0] / rate[largest, ks[0], 1]
+    others = [rate[c, ks[0], 0] / rate[c, ks[0], 1] for c in rest]
+    wide = [c for c in cases if "block_m=128" in _k_scan_config(text, c)]
+    falls = [1 - rate[c, ks[1], 0] / rate[c, ks[0], 0] for c in wide]
+    vendor_falls = [1 - rate[c, ks[1], 1] / rate[c, ks[0], 1] for c in wide]
+    rows = []
+    for case in cases:
+        us = " | ".join(f"{times[case, k][0]:.1f} / {times[case, k][1]:.1f}" for k in ks)
+        rates = " | ".join(f"{steps[case, k][0]} / {steps[case, k][1]}" for k in ks[:-1])
+        rows.append(f"| {case} | {us} | {rates} |")
+    return [
+        "The kernel (the fast table's choice on the fp8 layout) and the vendor anchor on the same cases at K = "
+        f"{', '.join(map(str, ks))} (gpt-oss-120b's routing of each case at every K; `k_scan.log`: "
+        "`python tools/k_scan.py`). Times, kernel / vendor, and each added K's marginal rate (the flops it brings over "
+        "the time it adds):",
+        "",
+        "| case | "
+        + " | ".join(f"K {k} us" for k in ks)
+        + " | "
+        + " | ".join(f"TFLOP/s K {a}-{b}" for a, b in itertools.pairwise(ks))
+        + " |",
+        "|---|" + "---:|" * (2 * len(ks) - 1),
+        *rows,
+        "",
+        f"From K {ks[0]} to {ks[1]} the kernel's added K runs at {first:.2f}x the vendor's rate on {largest} and "
+        f"{'faster' if all(r > 1 for r in others) else 'at ' + ', '.join(f'{r:.2f}x' for r in others)} on the "
+        f"others; from {ks[1]} to {ks[2]} the kernel's rate falls by {_span(falls)} on the block_m 128 cases while "
+        f"the vendor's falls by {_span(vendor_falls)}. The kernel's time grows faster than K, so no straight line "
+        "through these times separates a fixed part of a call from its K loop (one hypothesis, not measured here: "
+        "an expert's fold bytes, 24 MB at K 4224 and 32 MB at 5632, outgrow what L2 keeps between its tiles).",
+    ]
+
+
 def _bounds() -> list[str]:
     """What bounds each size: Nsight Compute's full set on two cases, the bytes the SMs read from L2 against what
     plain readers reach, and stall sampling around each case's hottest loop."""
@@ -977,6 +1033,10 @@ def fast() -> str:
         "## What bounds each size",
         "",
         *_bounds(),
+        "",
+        "## Against K",
+        "",
+        *_k_scan(),
         "",
         "## Split K across programs",
         "",
