@@ -40,8 +40,9 @@ class Sm90Config:
     # each other, each pairing K tiles on its own 64 weight rows (_sm90_ws; split_k changes that): num_warps 8 counts
     # the consumers.
     warp_specialized: bool = False
-    # With warp_specialized: one program per multiprocessor over the launch's tiles, its ring running on from one
-    # tile to the next (the next tile's first K tiles load while the last one's epilogue runs).
+    # One program per multiprocessor over the launch's tiles, its ring running on from one tile to the next (the next
+    # tile's first K tiles load while the last one's epilogue runs): the warp-specialized tile's, or the fp8 layout's
+    # block_m 128 chunks of four (_sm90_persistent; on the packed words the config runs one tile a program).
     persistent: bool = False
     # With warp_specialized: work items of 64 weight rows whose K tiles the two consumers split (even, odd), consumer
     # 1's sum added to consumer 0's in shared memory before the one epilogue: twice the items, each K chain halved
@@ -102,8 +103,12 @@ class Sm90Config:
                 " of tail_rows, two_partials, split_at, parity_rings, overlap_tiles (it pairs K tiles), fp8_layout,"
                 f" got {self}"
             )
-        if (self.persistent or self.split_k) and not self.warp_specialized:
-            raise ValueError(f"Sm90Config: persistent and split_k are the warp-specialized tile's, got {self}")
+        if self.split_k and not self.warp_specialized:
+            raise ValueError(f"Sm90Config: split_k is the warp-specialized tile's, got {self}")
+        if self.persistent and not self.warp_specialized and replace(self, persistent=False) != FP8_CHUNKS:
+            raise ValueError(
+                f"Sm90Config: persistent is the warp-specialized tile's, or the fp8 layout's {FP8_CHUNKS}, got {self}"
+            )
         if not 1 <= self.k_splits <= 16 or (
             self.k_splits > 1 and (self.tail_rows or self.split_at or self.warp_specialized)
         ):
@@ -178,6 +183,9 @@ CONFIGS = (
 )
 
 
+# The fast table's block_m 128 entry: the fp8 layout's bytes, K tiles in chunks of four (persistent: _sm90_persistent).
+FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4, fp8_layout=True)
+
 # The fast precision's table: one partial per K tile (its promotion is a quarter of the accurate path's), so block_m
 # 128 drops two_partials; block_m 64 takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time
 # there). Only block_m 128 reads the fp8 layout's bytes where the weights have them: the smaller tiles stream their
@@ -185,7 +193,7 @@ CONFIGS = (
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
-    (1 << 30, Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4, fp8_layout=True)),
+    (1 << 30, FP8_CHUNKS),
 )
 
 TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS}  # each precision's table
@@ -221,7 +229,9 @@ def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
 
 def packed_words_config(config: Sm90Config) -> Sm90Config:
     """What `config` runs on weights without the fp8 layout's bytes (the packed words): wide tiles without their tail
-    rows, the plain entry."""
+    rows, the persistent fp8 tile one tile a program, the plain entry."""
+    if config.persistent and not config.warp_specialized:
+        return replace(config, persistent=False)
     return replace(config, wide_tiles=False, tail_rows=0) if config.wide_tiles else config
 
 

@@ -30,6 +30,8 @@ K_SPLITS_PLANS = [
 FP8_ENTRY = next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout)
 BULK_PLAN = replace(FP8_ENTRY, bulk_weights=True)
 SLOTS_PLAN = replace(FP8_ENTRY, slot_buffers=True)
+# The same entry persistent: one program a multiprocessor, phases of 128-, 64- and 32-token tiles (_sm90_persistent).
+PERSISTENT_PLAN = replace(FP8_ENTRY, persistent=True)
 
 # Decode's register tile (mma.sync on the packed words in registers, no ring): 16 rows a program with K split in 4 or
 # 8 sets, one or two K tiles loaded ahead; 32 and 64 rows a program.

@@ -9,7 +9,16 @@ import functools
 
 import pytest
 import torch
-from _plans import BULK_PLAN, DECODE_PLANS, K_SPLITS_PLANS, SLOTS_PLAN, SPLIT_K_PLANS, WIDE_PLAN, WS_CONFIG
+from _plans import (
+    BULK_PLAN,
+    DECODE_PLANS,
+    K_SPLITS_PLANS,
+    PERSISTENT_PLAN,
+    SLOTS_PLAN,
+    SPLIT_K_PLANS,
+    WIDE_PLAN,
+    WS_CONFIG,
+)
 from test_kernel import poisoned_output
 
 from moe_gather import _sm90, bmm1
@@ -471,6 +480,33 @@ def test_wide_tiles_on_slices_of_several_tiles(params, sm90, fp8_layout):
     second = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN, out=poisoned_output(problem))
     torch.cuda.synchronize()
     assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
+
+
+# Slices whose tiles take each phase of the persistent tile (more than 64 rows, 33-64, up to 32), several tiles a
+# slice: 43 tiles, at gpt-oss-120b's N 1935 (tile, column block) items, about 15 a program on an H200.
+PERSISTENT_SIZES = [700, 385, 1, 64, 129, 33, 500, 256, 0, 97, 31, 1000, 65, 32, 200, 900]
+
+
+@pytest.mark.parametrize("k", [96, 384, 2880])
+def test_persistent_fp8_tile_at_each_k(params, sm90, k):
+    """The persistent tile at K under a tile, an odd count of whole tiles, and gpt-oss's, on slices of every phase:
+    against the reference, the packed words' bytes (the block_m 128 entry one tile a program), and a second launch
+    alike (its schedule's phase bounds are kept with the metadata)."""
+    model, k_params = _k_params(k)
+    case = Case(model, "uniform", sum(PERSISTENT_SIZES))
+    problem = dataclasses.replace(make_problem(case, "cuda", k_params), routing=_sized_routing(PERSISTENT_SIZES))
+    weights = _k_weights(k, "fast", "fp8")
+    first = _both_layouts(problem, weights, PERSISTENT_PLAN, f"K = {k}, persistent")
+    second = bmm1.run_problem(problem, weights, config=PERSISTENT_PLAN, out=poisoned_output(problem))
+    torch.cuda.synchronize()
+    assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
+
+
+def test_persistent_fp8_tile_through_every_tile_width(params, sm90, fp8_layout):
+    """The every-width slices at gpt-oss-120b's K and N through the persistent tile, and slices of several tiles:
+    against the reference and the packed words' bytes."""
+    _both_layouts(_every_width_problem(params), fp8_layout, PERSISTENT_PLAN, "tile widths, persistent")
+    _both_layouts(_sized_problem(params, PERSISTENT_SIZES), fp8_layout, PERSISTENT_PLAN, "many tiles, persistent")
 
 
 @pytest.mark.parametrize("params_set", ["seed", "real"])

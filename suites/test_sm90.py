@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import triton
-from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, WIDE_PLAN, WS_CONFIG
+from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, PERSISTENT_PLAN, WIDE_PLAN, WS_CONFIG
 from _ptxas import (
     after_main_loop_sass,
     innermost_loops_sass,
@@ -22,7 +22,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 from triton.runtime.jit import mangle_type
 
-from moe_gather import _sm90, _sm90_decode, _sm90_ws
+from moe_gather import _sm90, _sm90_decode, _sm90_persistent, _sm90_ws
 from moe_gather.mxfp4 import MXFP4Weights, dequantize_mxfp4
 from moe_gather.routing import make_ragged_metadata
 
@@ -698,9 +698,12 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
     for fields in split_k_others:
         with pytest.raises(ValueError, match="warp_specialized takes block_m 128"):
             replace(SPLIT_K_CONFIG, **fields)
-    for fields in ({"persistent": True}, {"split_k": True}):
-        with pytest.raises(ValueError, match="persistent and split_k are the warp-specialized tile's"):
-            _sm90.Sm90Config(32, 4, 8, **fields)
+    with pytest.raises(ValueError, match="split_k is the warp-specialized tile's"):
+        _sm90.Sm90Config(32, 4, 8, split_k=True)
+    others = ({"num_stages": 6}, {"narrow_last_tile": 1}, {"fp8_layout": False})  # off the fp8 layout's entry
+    for base, fields in ((_sm90.Sm90Config(32, 4, 8), {}), *((PERSISTENT_PLAN, f) for f in others)):
+        with pytest.raises(ValueError, match="persistent is the warp-specialized tile's, or the fp8 layout's"):
+            replace(base, persistent=True, **fields)
     assert SPLIT_K_CONFIG.block_n == 64 and WS_CONFIG.block_n == 128
 
 
@@ -731,6 +734,52 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
         104,
         16,
     )
+
+
+def test_persistent_fp8_tile_launch_plan(recorded_launches, monkeypatch):
+    """The persistent fp8 tile: one program a multiprocessor (fewer where there are fewer items) over the widest-first
+    schedule, its three phases' ends counted on the device (tiles of more than 64 rows, of more than 32, all); on the
+    packed words the config runs the table's kernel, one tile a program."""
+    launches = _record(monkeypatch, _sm90_persistent, "bmm1_sm90_persistent_kernel", 7, 8)  # schedule, bounds
+    monkeypatch.setattr(_sm90_persistent, "_multiprocessors", lambda device: 5)
+    w = _random_weights(e=4, n=256, k=256)
+    fp8 = _sm90.prepare_weights(w, precision="fast", layout="fp8")
+    _launch(fp8, [300, 50, 20, 0], PERSISTENT_PLAN)  # tiles of 128, 128, 44; 50; 20 rows: 5 tiles, 10 items
+    _launch(fp8, [1, 0, 0, 0], PERSISTENT_PLAN)  # one tile, 2 items (the schedule's bound: 1 entry)
+    (grid, schedule, bounds, kwargs), (grid_few, _, bounds_few, _) = launches
+    assert grid == (5,) and grid_few == (2,) and not recorded_launches
+    assert bounds.tolist() == [2, 4, 5] and bounds_few.tolist() == [0, 0, 1]  # phases of 128, 64, 32 tokens
+    assert (schedule[:5] >> 16).tolist() == [0, 1, 0, 2, 0] and (schedule[:5] & 0xFFFF).tolist() == [0, 0, 1, 0, 2]
+    assert (kwargs["BLOCK_M"], kwargs["NUM_STAGES"], kwargs["num_warps"]) == (128, 4, 8)
+    _launch(_sm90.prepare_weights(w, precision="fast"), [300, 50, 20, 0], PERSISTENT_PLAN)
+    assert len(launches) == 2 and recorded_launches[-1][-1]["BLOCK_M"] == 128
+
+
+def compile_sm90_persistent(k):
+    signature = SIGNATURE | {"words_ptr": "*fp8e4nv", "bounds_ptr": "*i32"}
+    names = _sm90_persistent.bmm1_sm90_persistent_kernel.arg_names
+    constexprs = {"K": k, "N": 5760, "BLOCK_M": 128, "NUM_STAGES": 4}
+    signature = {name: signature.get(name, "constexpr") for name in names}
+    src = GluonASTSource(_sm90_persistent.bmm1_sm90_persistent_kernel, signature, constexprs=constexprs,
+                         attrs={(i,): [["tt.divisibility", 16]] for i in range(12)})  # fmt: skip
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+
+
+@pytest.mark.parametrize("k", [96, 384, 2880])
+def test_persistent_fp8_tile_compiles_spill_free_in_its_k_loops(k, tmp_path):
+    """Each phase's K loop (wgmmas of N 128, 64 and 32) is the table's chunk of four, with no local-memory access in
+    it; what spills (gpt-oss's K: an item's scalars across its K loop, a few accesses an item) stays outside; the ring
+    at 128 tokens and the epilogue's scratch fit the multiprocessor's shared memory."""
+    kernel = compile_sm90_persistent(k)
+    report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
+    assert spilled_bytes(report) <= 64, report
+    for n in (128, 64, 32):
+        loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, _wgmma(n))
+        assert loops and all(not op.startswith(("STL", "LDL")) for loop in loops for op in loop)
+        if k == 2880:  # a chunk of four K tiles: 16 wgmmas, one FFMA an accumulator element a tile
+            chunk = max(loops, key=len)
+            assert sum(op.startswith("QGMMA") for op in chunk) == 16
+    assert kernel.metadata.shared <= 227 * 1024
 
 
 def test_warp_specialized_partitions_take_their_registers(tmp_path):
