@@ -981,6 +981,17 @@ def fast() -> str:
         "",
         *_sanitize_table(FAST / "wide_sanitize.log"),
         "",
+        "The block_m 128 entry in a persistent form (`persistent`, opt-in: one program a multiprocessor over the "
+        "widest-first schedule in phases of 128-, 64- and 32-token tiles, the next tile's first K tiles loaded "
+        "before this one's epilogue): against the reference, the packed words' bytes and a second launch, "
+        f"{_closing(FAST / 'persistent_edges.log')} (`persistent_edges.log`: `pytest suites/test_kernel_edges.py "
+        "--gpu hopper --precision fast -k persistent_fp8`: K = 96, 384 and 2880, the every-width slices and 43 "
+        "tiles of every width, about 15 a program); compute-sanitizer with it forced on a case of about two tiles a "
+        "program (`persistent_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE=persistent=1 bash "
+        "tools/sanitize.sh` with the cases below):",
+        "",
+        *_sanitize_table(FAST / "persistent_sanitize.log"),
+        "",
         "gpt-oss-20b in the fp8 layout from 2048 tokens, vendor in the same process (`python -m moe_gather bench "
         "--model gpt-oss-20b --precision fast --layout fp8 --no-peer --batch-sizes 2048,3072,4096,5120,6144,7680 "
         f"--json {_rel(FAST / 'bench_fast_fp8_20b.json')}`), beside the packed words' run of the same cases "
