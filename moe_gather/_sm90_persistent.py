@@ -6,8 +6,6 @@ a ring allocated once at 128 tokens, a narrower item on each stage's first rows)
 are issued before this item's epilogue. Each phase is its own loop at one width: with the three widths in one loop,
 ptxas spills in the 128-token K loop (docs/sm90-tried.md)."""
 
-import functools
-
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -162,7 +160,8 @@ def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_size
         _sm90._store(acc, call, expert.to(gl.int64) * N + pid_n * BLOCK_N, m0, N, 1.0, _sm90._FAST_ACC_SCALE)
         item, entry, src = after, next_entry, next_src
         expert, m0, size, start = n_expert, n_pid_m * rings[0].x.shape[1], n_size, n_start
-    gl.thread_barrier()  # every warp's last epilogue read its tile: the next phase may fill the ring
+    gl.thread_barrier()  # the next phase's first fill after every warp's last epilogue (the ring itself is
+    # ordered by the loop's barrier before each fill)
 
 
 @gluon.jit
@@ -218,15 +217,10 @@ def phase_bounds(ragged, block_m: int) -> torch.Tensor:
     return ragged._once(("phase_bounds", block_m), make)
 
 
-@functools.cache
-def _multiprocessors(device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def launch_persistent(x, words, scales, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, k, n):
     """One program a multiprocessor (fewer where the schedule has fewer items) over the widest-first schedule."""
     schedule = ragged.widest_first(config.block_m)
-    grid = min(schedule.numel() * (n // config.block_n), _multiprocessors(gather_indx.device))
+    grid = min(schedule.numel() * (n // config.block_n), _sm90._multiprocessors(gather_indx.device))
     if grid:
         bmm1_sm90_persistent_kernel[(grid,)](
             x, words, scales, bias, gather_indx, ragged.slice_sizes, ragged.slice_offs, schedule,

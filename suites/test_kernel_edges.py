@@ -483,7 +483,7 @@ def test_wide_tiles_on_slices_of_several_tiles(params, sm90, fp8_layout):
 
 
 # Slices whose tiles take each phase of the persistent tile (more than 64 rows, 33-64, up to 32), several tiles a
-# slice: 43 tiles, at gpt-oss-120b's N 1935 (tile, column block) items, about 15 a program on an H200.
+# slice: 43 tiles; at gpt-oss-120b's N, 1935 (tile, column block) items, about 15 a program on an H200's 132.
 PERSISTENT_SIZES = [700, 385, 1, 64, 129, 33, 500, 256, 0, 97, 31, 1000, 65, 32, 200, 900]
 
 
@@ -500,6 +500,17 @@ def test_persistent_fp8_tile_at_each_k(params, sm90, k):
     second = bmm1.run_problem(problem, weights, config=PERSISTENT_PLAN, out=poisoned_output(problem))
     torch.cuda.synchronize()
     assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
+
+
+@pytest.mark.parametrize("k", [96, 384])
+def test_persistent_fp8_tile_on_three_programs(params, sm90, monkeypatch, k):
+    """The K tests' slices (N 256: 86 items) on three programs, so that each one runs many items of every phase at K
+    under a tile and at an odd count of whole tiles: against the reference and the packed words' bytes."""
+    monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 3)
+    model, k_params = _k_params(k)
+    case = Case(model, "uniform", sum(PERSISTENT_SIZES))
+    problem = dataclasses.replace(make_problem(case, "cuda", k_params), routing=_sized_routing(PERSISTENT_SIZES))
+    _both_layouts(problem, _k_weights(k, "fast", "fp8"), PERSISTENT_PLAN, f"K = {k}, persistent on 3 programs")
 
 
 def test_persistent_fp8_tile_through_every_tile_width(params, sm90, fp8_layout):

@@ -739,9 +739,9 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
 def test_persistent_fp8_tile_launch_plan(recorded_launches, monkeypatch):
     """The persistent fp8 tile: one program a multiprocessor (fewer where there are fewer items) over the widest-first
     schedule, its three phases' ends counted on the device (tiles of more than 64 rows, of more than 32, all); on the
-    packed words the config runs the table's kernel, one tile a program."""
+    packed words, and on the fp16 path's, the config runs the table's kernel, one tile a program."""
     launches = _record(monkeypatch, _sm90_persistent, "bmm1_sm90_persistent_kernel", 7, 8)  # schedule, bounds
-    monkeypatch.setattr(_sm90_persistent, "_multiprocessors", lambda device: 5)
+    monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     w = _random_weights(e=4, n=256, k=256)
     fp8 = _sm90.prepare_weights(w, precision="fast", layout="fp8")
     _launch(fp8, [300, 50, 20, 0], PERSISTENT_PLAN)  # tiles of 128, 128, 44; 50; 20 rows: 5 tiles, 10 items
@@ -753,6 +753,8 @@ def test_persistent_fp8_tile_launch_plan(recorded_launches, monkeypatch):
     assert (kwargs["BLOCK_M"], kwargs["NUM_STAGES"], kwargs["num_warps"]) == (128, 4, 8)
     _launch(_sm90.prepare_weights(w, precision="fast"), [300, 50, 20, 0], PERSISTENT_PLAN)
     assert len(launches) == 2 and recorded_launches[-1][-1]["BLOCK_M"] == 128
+    _launch(_sm90.prepare_weights(w, precision="accurate", f16=True), [300, 50, 20, 0], PERSISTENT_PLAN)
+    assert len(launches) == 2 and recorded_launches[-1][-1]["BLOCK_M"] == _sm90.F16_MAX_BLOCK_M
 
 
 def compile_sm90_persistent(k):
@@ -767,9 +769,10 @@ def compile_sm90_persistent(k):
 
 @pytest.mark.parametrize("k", [96, 384, 2880])
 def test_persistent_fp8_tile_compiles_spill_free_in_its_k_loops(k, tmp_path):
-    """Each phase's K loop (wgmmas of N 128, 64 and 32) is the table's chunk of four, with no local-memory access in
-    it; what spills (gpt-oss's K: an item's scalars across its K loop, a few accesses an item) stays outside; the ring
-    at 128 tokens and the epilogue's scratch fit the multiprocessor's shared memory."""
+    """The innermost loops holding each width's wgmmas (N 128, 64 and 32: at gpt-oss's K the table's chunk of four K
+    tiles, at K 96 and 384 the item loop, its K tiles unrolled) make no local-memory access; what spills (an item's
+    scalars across its K loop, a few accesses an item) stays outside them; the ring at 128 tokens and the epilogue's
+    scratch fit the multiprocessor's shared memory."""
     kernel = compile_sm90_persistent(k)
     report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
     assert spilled_bytes(report) <= 64, report

@@ -5,8 +5,9 @@
 Per case and K: the kernel at the fast precision on the fp8 layout (the table's choice) and the vendor anchor
 (`torch._scaled_grouped_mm` on the same slices, weights dense e4m3), sustained timing, the routing of gpt-oss-120b's
 case at every K. Then per case and pair of consecutive Ks, each one's marginal rate: the flops the added K brings over
-the time it adds. A rate that falls as K grows is a cost that grows faster than K (an expert's weights outgrowing L2),
-so no straight line through the times separates a fixed part. results/h200/fast/k_scan.log holds the H200's figures.
+the time it adds. A rate that falls as K grows is a cost that grows faster than K (possibly an expert's weights
+outgrowing L2), so no straight line through the times separates a fixed part. results/h200/fast/k_scan.log holds the
+H200's figures.
 """
 
 import dataclasses

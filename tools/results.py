@@ -985,8 +985,10 @@ def fast() -> str:
         "widest-first schedule in phases of 128-, 64- and 32-token tiles, the next tile's first K tiles loaded "
         "before this one's epilogue): against the reference, the packed words' bytes and a second launch, "
         f"{_closing(FAST / 'persistent_edges.log')} (`persistent_edges.log`: `pytest suites/test_kernel_edges.py "
-        "--gpu hopper --precision fast -k persistent_fp8`: K = 96, 384 and 2880, the every-width slices and 43 "
-        "tiles of every width, about 15 a program); compute-sanitizer with it forced on a case of about two tiles a "
+        "--gpu hopper --precision fast -k persistent_fp8`, which also selects "
+        "`test_persistent_fp8_tile_on_three_programs`, not in this log: K = 96, 384 and 2880 at N 256, the "
+        "every-width slices and 43 tiles of every width at gpt-oss-120b's N, about 15 items a program); "
+        "compute-sanitizer with it forced on a case of about two items a "
         "program (`persistent_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE=persistent=1 bash "
         "tools/sanitize.sh` with the cases below):",
         "",
