@@ -1150,6 +1150,11 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     folded = config.fp8_layout and w.folded is not None
     if not folded:
         config = packed_words_config(config)
+    elif config.persistent and not config.warp_specialized:  # the fp8 layout's tile (packed_words_config drops it)
+        from ._sm90_persistent import launch_persistent  # it builds on this module
+
+        return launch_persistent(x, w.folded.view(torch.float8_e4m3fn), w.scales.view(torch.int32), bias, gather_indx,
+                                 ragged, x_scale, out_scale, alpha, limit, out, config, w.k, w.n)  # fmt: skip
     # a schedule entry's rows: block_m (a slice's last tile up to tail_rows more), or with wide_tiles both always
     width, extra = (config.block_m + config.tail_rows, 0) if config.wide_tiles else (config.block_m, config.tail_rows)
     if config.split_at:
@@ -1160,11 +1165,6 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         schedules = (ragged.schedule(width, extra),)
     words = w.folded.view(torch.float8_e4m3fn) if folded else w.words.view(torch.int32)
     w_desc = _bulk_descriptor(words) if folded and config.bulk_weights else None
-    if config.persistent and not config.warp_specialized:  # the fp8 layout's tile (packed_words_config drops it)
-        from ._sm90_persistent import launch_persistent  # it builds on this module
-
-        return launch_persistent(x, words, w.scales.view(torch.int32), bias, gather_indx, ragged, x_scale, out_scale,
-                                 alpha, limit, out, config, w.k, w.n)  # fmt: skip
     for tile, schedule in enumerate(schedules):
         grid_tiles = schedule.numel() * (w.n // config.block_n)  # (schedule entry, column block) tiles or work items
         if grid_tiles and config.warp_specialized:

@@ -240,9 +240,7 @@ def f16_config(config: Sm90Config) -> Sm90Config:
     tile needs 142 registers; capped at 128 it spills), its K tiles on one program (k_splits is not measured there)."""
     if config.decode_rows:  # the decode tile reads the fp8 path's words: the table's first entry instead
         config = TABLES["accurate"][0][1]
-    config = replace(config, maxnreg=None, tail_rows=0, k_splits=1, wide_tiles=False)
-    if config.persistent and not config.warp_specialized:  # the fp8 layout's persistent tile: one tile a program
-        config = replace(config, persistent=False)
+    config = replace(packed_words_config(config), maxnreg=None, tail_rows=0, k_splits=1)  # no fp8 layout's bytes
     if config.block_m > F16_MAX_BLOCK_M:
         config = replace(config, block_m=F16_MAX_BLOCK_M, num_stages=config.large_num_stages)
     return config

@@ -6,7 +6,6 @@ a ring allocated once at 128 tokens, a narrower item on each stage's first rows)
 are issued before this item's epilogue. Each phase is its own loop at one width: with the three widths in one loop,
 ptxas spills in the 128-token K loop (docs/sm90-tried.md)."""
 
-import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
@@ -150,8 +149,9 @@ def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_size
         after = item + gl.num_programs(0)
         next_entry = _entry(schedule, after, items, GRID_N)
         n_expert, n_pid_m, n_size, n_start = _slice_of(next_entry, slice_sizes_ptr, slice_offs_ptr)
-        next_src = _sources(x_ptr, words_ptr, scales_ptr, gather_ptr, n_expert, after % GRID_N, n_size, n_start,
-                            n_pid_m * rings[0].x.shape[1], K, N, W, BLOCK_N)  # fmt: skip
+        n_m0 = n_pid_m * rings[0].x.shape[1]
+        next_src = _sources(x_ptr, words_ptr, scales_ptr, gather_ptr, n_expert, after % GRID_N, n_size, n_start, n_m0,
+                            K, N, W, BLOCK_N)  # fmt: skip
         gl.thread_barrier()
         if next_entry >= 0:
             _fill(ring, next_src, K, N, AHEAD)
@@ -159,7 +159,7 @@ def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_size
                            alpha, limit, expert, pid_n, size, start, bias_ptr, schedule_ptr, item, item)  # fmt: skip
         _sm90._store(acc, call, expert.to(gl.int64) * N + pid_n * BLOCK_N, m0, N, 1.0, _sm90._FAST_ACC_SCALE)
         item, entry, src = after, next_entry, next_src
-        expert, m0, size, start = n_expert, n_pid_m * rings[0].x.shape[1], n_size, n_start
+        expert, m0, size, start = n_expert, n_m0, n_size, n_start
     gl.thread_barrier()  # the next phase's first fill after every warp's last epilogue (the ring itself is
     # ordered by the loop's barrier before each fill)
 
@@ -174,7 +174,7 @@ def bmm1_sm90_persistent_kernel(
     slice_sizes_ptr,  # int32 [E]
     slice_offs_ptr,  # int32 [E + 1]
     schedule_ptr,  # int32 [max_blocks]: RaggedMetadata.widest_first(block_m), -1 past the end
-    bounds_ptr,  # int32 [3]: the schedule's entries of more than block_m / 2 rows, of more than block_m / 4, all
+    bounds_ptr,  # int32 [3]: RaggedMetadata.width_bounds(block_m), each phase's end in the schedule
     x_scale_ptr,  # fp32 [1]
     out_scale_ptr,  # fp32 [1]
     out_ptr,  # fp8 [tokens, N/2]
@@ -202,21 +202,6 @@ def bmm1_sm90_persistent_kernel(
         lo = hi
 
 
-def phase_bounds(ragged, block_m: int) -> torch.Tensor:
-    """int32 [3] on the device: RaggedMetadata.widest_first(block_m)'s entries of more than block_m / 2 rows, of more
-    than block_m / 4, and all of them (each phase's end); without a sync, once per metadata."""
-
-    def make():
-        schedule = ragged.widest_first(block_m)
-        used = schedule >= 0
-        expert = torch.where(used, schedule & ((1 << SCHEDULE_PID_SHIFT) - 1), 0).long()
-        rows = ragged.slice_sizes.long()[expert] - (schedule >> SCHEDULE_PID_SHIFT).long() * block_m
-        rows = torch.where(used, rows, 0)
-        return torch.stack(((rows > block_m // 2).sum(), (rows > block_m // 4).sum(), used.sum())).to(torch.int32)
-
-    return ragged._once(("phase_bounds", block_m), make)
-
-
 def launch_persistent(x, words, scales, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, k, n):
     """One program a multiprocessor (fewer where the schedule has fewer items) over the widest-first schedule."""
     schedule = ragged.widest_first(config.block_m)
@@ -224,7 +209,7 @@ def launch_persistent(x, words, scales, bias, gather_indx, ragged, x_scale, out_
     if grid:
         bmm1_sm90_persistent_kernel[(grid,)](
             x, words, scales, bias, gather_indx, ragged.slice_sizes, ragged.slice_offs, schedule,
-            phase_bounds(ragged, config.block_m), x_scale, out_scale, out, float(alpha), float(limit), K=k, N=n,
+            ragged.width_bounds(config.block_m), x_scale, out_scale, out, float(alpha), float(limit), K=k, N=n,
             BLOCK_M=config.block_m, NUM_STAGES=config.num_stages, num_warps=config.num_warps,
         )  # fmt: skip
     return out

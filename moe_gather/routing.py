@@ -165,13 +165,28 @@ class RaggedMetadata:
             schedule = self.schedule(block_m, extra)
             if not self.n_slices:
                 return schedule
-            expert = (schedule & ((1 << SCHEDULE_PID_SHIFT) - 1)).clamp(max=self.n_slices - 1)
-            rows = self.slice_sizes[expert] - (schedule >> SCHEDULE_PID_SHIFT) * block_m
-            rows = torch.where(rows > block_m + extra, block_m, rows)
-            rows = torch.where(schedule == SCHEDULE_UNUSED, -1, rows)
-            return schedule[torch.sort(rows, descending=True, stable=True).indices]
+            return schedule[torch.sort(self._tile_rows(block_m, extra), descending=True, stable=True).indices]
 
         return self._once(("widest_first", block_m, extra), make)
+
+    def width_bounds(self, block_m: int) -> torch.Tensor:
+        """int32 [3] on the device: widest_first(block_m)'s tiles of more than block_m / 2 rows, of more than
+        block_m / 4, and all of them (where each narrower width's tiles begin, and the end); without a sync, once."""
+
+        def make():
+            rows = self._tile_rows(block_m, 0)
+            counts = ((rows > block_m // 2).sum(), (rows > block_m // 4).sum(), (rows > 0).sum())
+            return torch.stack(counts).to(torch.int32)
+
+        return self._once(("width_bounds", block_m), make)
+
+    def _tile_rows(self, block_m: int, extra: int) -> torch.Tensor:
+        """The rows each tile of schedule(block_m, extra) holds (block_m for a slice's whole tiles), -1 past the end."""
+        schedule = self.schedule(block_m, extra)
+        expert = (schedule & ((1 << SCHEDULE_PID_SHIFT) - 1)).clamp(max=max(self.n_slices - 1, 0))
+        rows = self.slice_sizes[expert] - (schedule >> SCHEDULE_PID_SHIFT) * block_m
+        rows = torch.where(rows > block_m + extra, block_m, rows)
+        return torch.where(schedule == SCHEDULE_UNUSED, -1, rows)
 
 
 def _tile(
