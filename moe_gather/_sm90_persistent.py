@@ -1,10 +1,11 @@
 """The fp8 layout's block_m 128 tile (fast precision, K tiles in chunks of four) in a persistent form
 (Sm90Config.persistent without warp_specialized): one program a multiprocessor walks the widest-first schedule in
 three phases, its tiles of more than 64 rows at 128 tokens, then those of 33-64 at 64, then the rest at 32, each
-phase's (schedule entry, column block) items in stride. An item's K loop is the table kernel's (_sm90._fast_chunk on
-a ring allocated once at 128 tokens, a narrower item on each stage's first rows); the next item's first ring tiles
-are issued before this item's epilogue. Each phase is its own loop at one width: with the three widths in one loop,
-ptxas spills in the 128-token K loop (docs/sm90-tried.md)."""
+phase's (schedule entry, column block) items in stride, the stride running on from the last phase's (the programs
+that took one item more of a phase come last in the next phase's rounds). An item's K loop is the table kernel's
+(_sm90._fast_chunk on a ring allocated once at 128 tokens, a narrower item on each stage's first rows); the next
+item's first ring tiles are issued before this item's epilogue. Each phase is its own loop at one width: with the
+three widths in one loop, ptxas spills in the 128-token K loop (docs/sm90-tried.md)."""
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -127,7 +128,8 @@ def _k_loop(rings, src, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK
 def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr, schedule_ptr,
            x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, lo, hi, K: gl.constexpr, N: gl.constexpr,
            W: gl.constexpr, NUM_STAGES: gl.constexpr):  # fmt: skip
-    """Schedule entries [lo, hi), each tile at width W: their (entry, column block) items in stride."""
+    """Schedule entries [lo, hi), each tile at width W: their (entry, column block) items in stride, program p's
+    first the one after program p - 1's place in the phases before (items lo * GRID_N of them)."""
     BLOCK_N: gl.constexpr = 16 * gl.num_warps()
     GRID_N: gl.constexpr = N // BLOCK_N
     RING: gl.constexpr = NUM_STAGES // 2
@@ -135,7 +137,8 @@ def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_size
     ring = _at_width(rings, W)
     items = (hi - lo) * GRID_N
     schedule = schedule_ptr + lo
-    item = gl.program_id(0)
+    stride = gl.num_programs(0)
+    item = (gl.program_id(0) - lo * GRID_N % stride + stride) % stride
     entry = _entry(schedule, item, items, GRID_N)
     expert, pid_m, size, start = _slice_of(entry, slice_sizes_ptr, slice_offs_ptr)
     m0 = pid_m * rings[0].x.shape[1]
@@ -146,7 +149,7 @@ def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_size
         pid_n = item % GRID_N
         acc = _k_loop(ring, src, K, N, W, BLOCK_N, AHEAD, RING)
         # The next item's first steps, before this one's epilogue: every warp's wgmmas are done, the ring is free.
-        after = item + gl.num_programs(0)
+        after = item + stride
         next_entry = _entry(schedule, after, items, GRID_N)
         n_expert, n_pid_m, n_size, n_start = _slice_of(next_entry, slice_sizes_ptr, slice_offs_ptr)
         n_m0 = n_pid_m * rings[0].x.shape[1]

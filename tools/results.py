@@ -982,17 +982,24 @@ def fast() -> str:
         *_sanitize_table(FAST / "wide_sanitize.log"),
         "",
         "The block_m 128 entry in a persistent form (`persistent`, opt-in: one program a multiprocessor over the "
-        "widest-first schedule in phases of 128-, 64- and 32-token tiles, the next tile's first K tiles loaded "
-        "before this one's epilogue): against the reference, the packed words' bytes and a second launch, "
-        f"{_closing(FAST / 'persistent_edges.log')} (`persistent_edges.log`: `pytest suites/test_kernel_edges.py "
-        "--gpu hopper --precision fast -k persistent_fp8`, which also selects "
-        "`test_persistent_fp8_tile_on_three_programs`, not in this log: K = 96, 384 and 2880 at N 256, the "
-        "every-width slices and 43 tiles of every width at gpt-oss-120b's N, about 15 items a program); "
-        "compute-sanitizer with it forced on a case of about two items a "
-        "program (`persistent_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE=persistent=1 bash "
+        "widest-first schedule in phases of 128-, 64- and 32-token tiles, each phase's stride running on from the "
+        "last's, the next tile's first K tiles loaded before this one's epilogue): against the reference, the "
+        f"packed words' bytes and a second launch, {_closing(FAST / 'persistent_edges.log')} "
+        "(`persistent_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k "
+        "persistent_fp8`: K = 96, 384 and 2880 at N 256, the every-width slices and 43 tiles of every width at "
+        "gpt-oss-120b's N, about 15 items a program; and many items of each phase a program on three programs at K "
+        "96 and 384); compute-sanitizer with it forced on a case of about two items a program "
+        "(`persistent_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE=persistent=1 bash "
         "tools/sanitize.sh` with the cases below):",
         "",
         *_sanitize_table(FAST / "persistent_sanitize.log"),
+        "",
+        "Its time against the table's block_m 128 entry, each run twice in one process, us (`sweep_persistent.json`: "
+        "`python tools/sweep_sm90.py --precision fast --layouts fp8 --cases uniform-bs31744,uniform-bs16384,"
+        'uniform-bs12288,uniform-bs8192,zipf-bs26624,zipf-bs16384,zipf-bs6144 --configs "table;E,persistent=1;'
+        'table;E,persistent=1" --json ...`, E the entry\'s fields):',
+        "",
+        *_config_sweep("sweep_persistent.json"),
         "",
         "gpt-oss-20b in the fp8 layout from 2048 tokens, vendor in the same process (`python -m moe_gather bench "
         "--model gpt-oss-20b --precision fast --layout fp8 --no-peer --batch-sizes 2048,3072,4096,5120,6144,7680 "
