@@ -1,6 +1,7 @@
 """The fp8 layout's block_m 128 tile (fast precision, K tiles in chunks of four) in a persistent form
-(Sm90Config.persistent without warp_specialized): one program a multiprocessor walks the widest-first schedule in
-three phases, its tiles of more than 64 rows at 128 tokens, then those of 33-64 at 64, then the rest at 32, each
+(Sm90Config.persistent without warp_specialized): one program a multiprocessor walks the schedule in three phases
+(RaggedMetadata.by_width), its tiles of more than 64 rows at 128 tokens, then those of 33-64 at 64, then the rest at
+32, each in the schedule's order (a slice's tiles of a phase one after the other: its weights stay in L2), each
 phase's (schedule entry, column block) items in stride, the stride running on from the last phase's (the programs
 that took one item more of a phase come last in the next phase's rounds). An item's K loop is the table kernel's
 (_sm90._fast_chunk on a ring allocated once at 128 tokens, a narrower item on each stage's first rows); the next
@@ -176,7 +177,7 @@ def bmm1_sm90_persistent_kernel(
     gather_ptr,  # int32 [tokens]
     slice_sizes_ptr,  # int32 [E]
     slice_offs_ptr,  # int32 [E + 1]
-    schedule_ptr,  # int32 [max_blocks]: RaggedMetadata.widest_first(block_m), -1 past the end
+    schedule_ptr,  # int32 [max_blocks]: RaggedMetadata.by_width(block_m), -1 past the end
     bounds_ptr,  # int32 [3]: RaggedMetadata.width_bounds(block_m), each phase's end in the schedule
     x_scale_ptr,  # fp32 [1]
     out_scale_ptr,  # fp32 [1]
@@ -206,8 +207,8 @@ def bmm1_sm90_persistent_kernel(
 
 
 def launch_persistent(x, words, scales, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, k, n):
-    """One program a multiprocessor (fewer where the schedule has fewer items) over the widest-first schedule."""
-    schedule = ragged.widest_first(config.block_m)
+    """One program a multiprocessor (fewer where the schedule has fewer items) over the schedule by width."""
+    schedule = ragged.by_width(config.block_m)
     grid = min(schedule.numel() * (n // config.block_n), _sm90._multiprocessors(gather_indx.device))
     if grid:
         bmm1_sm90_persistent_kernel[(grid,)](

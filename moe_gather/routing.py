@@ -169,6 +169,22 @@ class RaggedMetadata:
 
         return self._once(("widest_first", block_m, extra), make)
 
+    def by_width(self, block_m: int) -> torch.Tensor:
+        """schedule(block_m) in three groups, its tiles of more than block_m / 2 rows, of more than block_m / 4, then
+        the rest (width_bounds' phases), each in the schedule's order (stable): a slice's tiles of one group stay
+        together, so that its weights are read from L2 for the tiles after its first. On the device, without a sync;
+        once per block_m."""
+
+        def make():
+            schedule = self.schedule(block_m)
+            if not self.n_slices:
+                return schedule
+            rows = self._tile_rows(block_m, 0)
+            group = (rows <= block_m // 2).int() + (rows <= block_m // 4).int() + (rows <= 0).int()
+            return schedule[torch.sort(group, stable=True).indices]
+
+        return self._once(("by_width", block_m), make)
+
     def width_bounds(self, block_m: int) -> torch.Tensor:
         """int32 [3] on the device: widest_first(block_m)'s tiles of more than block_m / 2 rows, of more than
         block_m / 4, and all of them (where each narrower width's tiles begin, and the end); without a sync, once."""

@@ -144,6 +144,25 @@ def test_widest_first_reorders_the_tiles_by_rows(sizes, block_m, extra):
     assert ragged.widest_first(block_m, extra) is ragged.widest_first(block_m, extra)  # computed once
 
 
+@pytest.mark.parametrize("sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [300, 50, 20, 0], [0, 0], [], [300, 0, 1, 64, 65]])
+@pytest.mark.parametrize("block_m", [32, 128])
+def test_by_width_groups_the_tiles_in_schedule_order(sizes, block_m):
+    """The same tiles in three groups, more than block_m / 2 rows, more than a quarter, the rest, each in the
+    schedule's order (a slice's tiles of a group together); width_bounds ends each group."""
+    ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), sum(sizes), 8)
+    _, tiles = _brute_force_schedule(sizes, block_m)
+    mask = (1 << SCHEDULE_PID_SHIFT) - 1
+    rows = {t: min(block_m, sizes[t & mask] - (t >> SCHEDULE_PID_SHIFT) * block_m) for t in tiles}
+    groups = [[t for t in tiles if low < rows[t] <= high] for low, high in
+              ((block_m // 2, block_m), (block_m // 4, block_m // 2), (0, block_m // 4))]  # fmt: skip
+    got = ragged.by_width(block_m).tolist()
+    assert got[: len(tiles)] == [t for group in groups for t in group]
+    assert set(got[len(tiles) :]) <= {SCHEDULE_UNUSED} and len(got) == len(ragged.block_schedule[block_m])
+    ends = [sum(len(g) for g in groups[: i + 1]) for i in range(3)]
+    assert ragged.width_bounds(block_m).tolist() == ends
+    assert ragged.by_width(block_m) is ragged.by_width(block_m)  # computed once
+
+
 def test_max_blocks_is_tight():
     # all rows but one packed in slice 0, one row in each other slice: the bound is reached
     for n, tokens, block_m in [(16, 100, 16), (4, 4, 32), (8, 1000, 128), (3, 2, 16)]:

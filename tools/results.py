@@ -982,9 +982,9 @@ def fast() -> str:
         *_sanitize_table(FAST / "wide_sanitize.log"),
         "",
         "The block_m 128 entry in a persistent form (`persistent`, opt-in: one program a multiprocessor over the "
-        "widest-first schedule in phases of 128-, 64- and 32-token tiles, each phase's stride running on from the "
-        "last's, the next tile's first K tiles loaded before this one's epilogue): against the reference, the "
-        f"packed words' bytes and a second launch, {_closing(FAST / 'persistent_edges.log')} "
+        "schedule in phases of 128-, 64- and 32-token tiles, each in the schedule's order, its stride running on from "
+        "the last phase's, the next tile's first K tiles loaded before this one's epilogue): against the reference, "
+        f"the packed words' bytes and a second launch, {_closing(FAST / 'persistent_edges.log')} "
         "(`persistent_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k "
         "persistent_fp8`: K = 96, 384 and 2880 at N 256, the every-width slices and 43 tiles of every width at "
         "gpt-oss-120b's N, about 15 items a program; and many items of each phase a program on three programs at K "
