@@ -129,8 +129,8 @@ def _k_loop(rings, src, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK
 def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr, schedule_ptr,
            x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, lo, hi, K: gl.constexpr, N: gl.constexpr,
            W: gl.constexpr, NUM_STAGES: gl.constexpr):  # fmt: skip
-    """Schedule entries [lo, hi), each tile at width W: their (entry, column block) items in stride, program p's
-    first the one after program p - 1's place in the phases before (items lo * GRID_N of them)."""
+    """Schedule entries [lo, hi), each tile at width W: their (entry, column block) items in stride, going on from
+    the phases before (their lo * GRID_N items): program p takes the items i with (lo * GRID_N + i) % programs == p."""
     BLOCK_N: gl.constexpr = 16 * gl.num_warps()
     GRID_N: gl.constexpr = N // BLOCK_N
     RING: gl.constexpr = NUM_STAGES // 2

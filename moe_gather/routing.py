@@ -186,8 +186,9 @@ class RaggedMetadata:
         return self._once(("by_width", block_m), make)
 
     def width_bounds(self, block_m: int) -> torch.Tensor:
-        """int32 [3] on the device: widest_first(block_m)'s tiles of more than block_m / 2 rows, of more than
-        block_m / 4, and all of them (where each narrower width's tiles begin, and the end); without a sync, once."""
+        """int32 [3] on the device: by_width(block_m)'s (or widest_first's) tiles of more than block_m / 2 rows, of
+        more than block_m / 4, and all of them (where each narrower width's tiles begin, and the end); without a sync,
+        once."""
 
         def make():
             rows = self._tile_rows(block_m, 0)

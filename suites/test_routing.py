@@ -144,7 +144,9 @@ def test_widest_first_reorders_the_tiles_by_rows(sizes, block_m, extra):
     assert ragged.widest_first(block_m, extra) is ragged.widest_first(block_m, extra)  # computed once
 
 
-@pytest.mark.parametrize("sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [300, 50, 20, 0], [0, 0], [], [300, 0, 1, 64, 65]])
+@pytest.mark.parametrize(
+    "sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [300, 50, 20, 0], [0, 0], [], [300, 0, 1, 64, 65, 32, 8]]
+)
 @pytest.mark.parametrize("block_m", [32, 128])
 def test_by_width_groups_the_tiles_in_schedule_order(sizes, block_m):
     """The same tiles in three groups, more than block_m / 2 rows, more than a quarter, the rest, each in the
