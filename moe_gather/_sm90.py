@@ -1150,7 +1150,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     folded = config.fp8_layout and w.folded is not None
     if not folded:
         config = packed_words_config(config)
-    elif config.persistent and not config.warp_specialized:  # the fp8 layout's tile (packed_words_config drops it)
+    elif config.persistent_fp8:  # the fp8 layout's bytes (packed_words_config drops it)
         from ._sm90_persistent import launch_persistent  # it builds on this module
 
         return launch_persistent(x, w.folded.view(torch.float8_e4m3fn), w.scales.view(torch.int32), bias, gather_indx,

@@ -105,7 +105,7 @@ class Sm90Config:
             )
         if self.split_k and not self.warp_specialized:
             raise ValueError(f"Sm90Config: split_k is the warp-specialized tile's, got {self}")
-        if self.persistent and not self.warp_specialized and replace(self, persistent=False) != FP8_CHUNKS:
+        if self.persistent_fp8 and replace(self, persistent=False) != FP8_CHUNKS:
             raise ValueError(
                 f"Sm90Config: persistent is the warp-specialized tile's, or the fp8 layout's {FP8_CHUNKS}, got {self}"
             )
@@ -160,6 +160,10 @@ class Sm90Config:
     @property
     def block_n(self) -> int:  # weight rows per tile (a work item's, split_k's one row block, the decode tile's)
         return 64 if self.split_k else self.decode_rows or 16 * self.num_warps
+
+    @property
+    def persistent_fp8(self) -> bool:  # the fp8 layout's persistent tile (_sm90_persistent), not _sm90_ws's
+        return self.persistent and not self.warp_specialized
 
     @property
     def tiles(self) -> tuple[tuple[int, int], ...]:
@@ -230,7 +234,7 @@ def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
 def packed_words_config(config: Sm90Config) -> Sm90Config:
     """What `config` runs on weights without the fp8 layout's bytes (the packed words): wide tiles without their tail
     rows, the persistent fp8 tile one tile a program, the plain entry."""
-    if config.persistent and not config.warp_specialized:
+    if config.persistent_fp8:
         return replace(config, persistent=False)
     return replace(config, wide_tiles=False, tail_rows=0) if config.wide_tiles else config
 

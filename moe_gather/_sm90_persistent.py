@@ -84,6 +84,19 @@ def _sources(x_ptr, words_ptr, scales_ptr, gather_ptr, expert, pid_n, size, star
 
 
 @gluon.jit
+def _item(schedule, item, items, x_ptr, words_ptr, scales_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr,
+          K: gl.constexpr, N: gl.constexpr, W: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):  # fmt: skip
+    """Work item `item` of a phase (`schedule`: its entries): its entry (-1 from `items` on), expert, first row in the
+    slice, the slice's size and first output row, and its copies' sources (_sources) at width W."""
+    GRID_N: gl.constexpr = N // BLOCK_N
+    entry = _entry(schedule, item, items, GRID_N)
+    expert, pid_m, size, start = _slice_of(entry, slice_sizes_ptr, slice_offs_ptr)
+    m0 = pid_m * BLOCK_M
+    src = _sources(x_ptr, words_ptr, scales_ptr, gather_ptr, expert, item % GRID_N, size, start, m0, K, N, W, BLOCK_N)
+    return entry, expert, m0, size, start, src
+
+
+@gluon.jit
 def _fill(rings, src, K: gl.constexpr, N: gl.constexpr, AHEAD: gl.constexpr):
     """An item's first AHEAD ring steps: step 0 the tile that K ends inside (where it is partial), then whole tiles."""
     K_TILES: gl.constexpr = _sm90._k_steps(K)[0]
@@ -140,10 +153,9 @@ def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_size
     schedule = schedule_ptr + lo
     stride = gl.num_programs(0)
     item = (gl.program_id(0) - lo * GRID_N % stride + stride) % stride
-    entry = _entry(schedule, item, items, GRID_N)
-    expert, pid_m, size, start = _slice_of(entry, slice_sizes_ptr, slice_offs_ptr)
-    m0 = pid_m * rings[0].x.shape[1]
-    src = _sources(x_ptr, words_ptr, scales_ptr, gather_ptr, expert, item % GRID_N, size, start, m0, K, N, W, BLOCK_N)
+    BLOCK_M: gl.constexpr = rings[0].x.shape[1]  # a schedule entry's tokens, whatever the phase's width
+    entry, expert, m0, size, start, src = _item(schedule, item, items, x_ptr, words_ptr, scales_ptr, gather_ptr,
+                                                slice_sizes_ptr, slice_offs_ptr, K, N, W, BLOCK_M, BLOCK_N)  # fmt: skip
     if entry >= 0:
         _fill(ring, src, K, N, AHEAD)
     while entry >= 0:
@@ -151,11 +163,10 @@ def _phase(rings, x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_size
         acc = _k_loop(ring, src, K, N, W, BLOCK_N, AHEAD, RING)
         # The next item's first steps, before this one's epilogue: every warp's wgmmas are done, the ring is free.
         after = item + stride
-        next_entry = _entry(schedule, after, items, GRID_N)
-        n_expert, n_pid_m, n_size, n_start = _slice_of(next_entry, slice_sizes_ptr, slice_offs_ptr)
-        n_m0 = n_pid_m * rings[0].x.shape[1]
-        next_src = _sources(x_ptr, words_ptr, scales_ptr, gather_ptr, n_expert, after % GRID_N, n_size, n_start, n_m0,
-                            K, N, W, BLOCK_N)  # fmt: skip
+        next_entry, n_expert, n_m0, n_size, n_start, next_src = _item(
+            schedule, after, items, x_ptr, words_ptr, scales_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr, K, N, W,
+            BLOCK_M, BLOCK_N
+        )  # fmt: skip
         gl.thread_barrier()
         if next_entry >= 0:
             _fill(ring, next_src, K, N, AHEAD)

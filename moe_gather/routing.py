@@ -179,9 +179,7 @@ class RaggedMetadata:
             schedule = self.schedule(block_m)
             if not self.n_slices:
                 return schedule
-            rows = self._tile_rows(block_m, 0)
-            group = (rows <= block_m // 2).int() + (rows <= block_m // 4).int() + (rows <= 0).int()
-            return schedule[torch.sort(group, stable=True).indices]
+            return schedule[torch.sort(self._width_phases(block_m), stable=True).indices]
 
         return self._once(("by_width", block_m), make)
 
@@ -191,11 +189,15 @@ class RaggedMetadata:
         once."""
 
         def make():
-            rows = self._tile_rows(block_m, 0)
-            counts = ((rows > block_m // 2).sum(), (rows > block_m // 4).sum(), (rows > 0).sum())
-            return torch.stack(counts).to(torch.int32)
+            phases = self._width_phases(block_m)
+            return torch.stack([(phases <= phase).sum() for phase in range(3)]).to(torch.int32)
 
         return self._once(("width_bounds", block_m), make)
+
+    def _width_phases(self, block_m: int) -> torch.Tensor:
+        """Each tile of schedule(block_m)'s phase: 0 over block_m / 2 rows, 1 over block_m / 4, 2 the rest, 3 unused."""
+        rows = self._tile_rows(block_m, 0)
+        return (rows <= block_m // 2).int() + (rows <= block_m // 4).int() + (rows <= 0).int()
 
     def _tile_rows(self, block_m: int, extra: int) -> torch.Tensor:
         """The rows each tile of schedule(block_m, extra) holds (block_m for a slice's whole tiles), -1 past the end."""

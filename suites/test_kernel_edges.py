@@ -487,15 +487,20 @@ def test_wide_tiles_on_slices_of_several_tiles(params, sm90, fp8_layout):
 PERSISTENT_SIZES = [700, 385, 1, 64, 129, 33, 500, 256, 0, 97, 31, 1000, 65, 32, 200, 900]
 
 
+def _persistent_problem(k):
+    """PERSISTENT_SIZES' slices at K = k (N 256) and the fast precision's fp8 layout for them."""
+    model, k_params = _k_params(k)
+    case = Case(model, "uniform", sum(PERSISTENT_SIZES))
+    problem = dataclasses.replace(make_problem(case, "cuda", k_params), routing=_sized_routing(PERSISTENT_SIZES))
+    return problem, _k_weights(k, "fast", "fp8")
+
+
 @pytest.mark.parametrize("k", [96, 384, 2880])
 def test_persistent_fp8_tile_at_each_k(params, sm90, k):
     """The persistent tile at K under a tile, an odd count of whole tiles, and gpt-oss's, on slices of every phase:
     against the reference, the packed words' bytes (the block_m 128 entry one tile a program), and a second launch
     alike (its schedule's phase bounds are kept with the metadata)."""
-    model, k_params = _k_params(k)
-    case = Case(model, "uniform", sum(PERSISTENT_SIZES))
-    problem = dataclasses.replace(make_problem(case, "cuda", k_params), routing=_sized_routing(PERSISTENT_SIZES))
-    weights = _k_weights(k, "fast", "fp8")
+    problem, weights = _persistent_problem(k)
     first = _both_layouts(problem, weights, PERSISTENT_PLAN, f"K = {k}, persistent")
     second = bmm1.run_problem(problem, weights, config=PERSISTENT_PLAN, out=poisoned_output(problem))
     torch.cuda.synchronize()
@@ -507,10 +512,8 @@ def test_persistent_fp8_tile_on_three_programs(params, sm90, monkeypatch, k):
     """The K tests' slices (N 256: 86 items) on three programs, so that each one runs many items of every phase at K
     under a tile and at an odd count of whole tiles: against the reference and the packed words' bytes."""
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 3)
-    model, k_params = _k_params(k)
-    case = Case(model, "uniform", sum(PERSISTENT_SIZES))
-    problem = dataclasses.replace(make_problem(case, "cuda", k_params), routing=_sized_routing(PERSISTENT_SIZES))
-    _both_layouts(problem, _k_weights(k, "fast", "fp8"), PERSISTENT_PLAN, f"K = {k}, persistent on 3 programs")
+    problem, weights = _persistent_problem(k)
+    _both_layouts(problem, weights, PERSISTENT_PLAN, f"K = {k}, persistent on 3 programs")
 
 
 def test_persistent_fp8_tile_through_every_tile_width(params, sm90, fp8_layout):

@@ -737,9 +737,10 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
 
 
 def test_persistent_fp8_tile_launch_plan(recorded_launches, monkeypatch):
-    """The persistent fp8 tile: one program a multiprocessor (fewer where there are fewer items) over the widest-first
-    schedule, its three phases' ends counted on the device (tiles of more than 64 rows, of more than 32, all); on the
-    packed words, and on the fp16 path's, the config runs the table's kernel, one tile a program."""
+    """The persistent fp8 tile: one program a multiprocessor (fewer where there are fewer items) over the schedule by
+    width (RaggedMetadata.by_width), its three phases' ends counted on the device (tiles of more than 64 rows, of more
+    than 32, all); on the packed words, and on the fp16 path's, the config runs the table's kernel, one tile a
+    program."""
     launches = _record(monkeypatch, _sm90_persistent, "bmm1_sm90_persistent_kernel", 7, 8)  # schedule, bounds
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     w = _random_weights(e=4, n=256, k=256)
