@@ -1173,7 +1173,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             grid = min(grid_tiles, _multiprocessors(gather_indx.device)) if config.persistent else grid_tiles
             bmm1_sm90_ws_kernel[(grid,)](
                 x, words, w.scales.view(torch.int32), bias, gather_indx, ragged.slice_sizes,
-                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), grid_tiles,
+                ragged.slice_offs, schedule, x_scale, out_scale, out, float(alpha), float(limit), grid_tiles, w_desc,
                 **ws_constexprs(config, w.k, w.n), **launch_options(config),
             )  # fmt: skip
         elif grid_tiles:

@@ -72,6 +72,10 @@ class Sm90Config:
     # the same weights in each tile, not only in a slice's last (192 tokens at block_m 128: fewer bytes a flop from L2);
     # a slice's last block_m rows or fewer run the plain tile. On the packed words the config runs without its tail.
     wide_tiles: bool = False
+    # With warp_specialized (not split_k): consumer 1 starts each work item's K loop once consumer 0 has done `lag`
+    # chunks of it (overlap_tiles K tiles, 2 by default), so that each one's epilogue runs under the other's wgmmas
+    # (ping-pong on one shared x ring, which holds the lag: lag * chunk + 2 stages or more).
+    lag: int = 0
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -81,28 +85,31 @@ class Sm90Config:
         if self.parity_rings and (self.num_stages % 2 or self.split_at):
             raise ValueError(f"Sm90Config: parity_rings needs an even num_stages and no split_at, got {self}")
         if self.overlap_tiles not in (0, 2, 4) or (
-            self.overlap_tiles and (not self.parity_rings or self.num_stages < 4)
-        ):  # it loads num_stages - 2 tiles ahead
+            self.overlap_tiles and not self.warp_specialized and (not self.parity_rings or self.num_stages < 4)
+        ):  # it loads num_stages - 2 tiles ahead (the warp-specialized consumers: their chunk of K tiles)
             raise ValueError(
                 f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages or more, got {self}"
             )
-        others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings, self.overlap_tiles,
-                  self.fp8_layout)  # fmt: skip
+        others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings)
         block_ms = (16, 32, 64) if self.split_k else (128,)
+        chunk = self.overlap_tiles or 2
         if self.warp_specialized and (
             self.block_m not in block_ms
             or self.num_warps != 8
-            or self.num_stages > 7
+            or self.num_stages > (5 if self.fp8_layout else 7)
             or any(others)
             or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= WS_MAXNREG))
-            or (self.split_k and self.num_stages < 3)
-        ):  # 8 stages of 24.5 KB and the epilogues' scratch pass the 227 KB of shared memory
+            or (self.split_k and (self.num_stages < 3 or self.overlap_tiles or self.fp8_layout or self.lag))
+            or (self.lag and self.num_stages < self.lag * chunk + 2)
+        ):  # 8 stages of 24.5 KB (6 of 32.5 on the fp8 layout) and the epilogues' scratch pass 227 KB
             raise ValueError(
                 "Sm90Config: warp_specialized takes block_m 128 (16, 32 or 64 with split_k), num_warps 8 (its"
-                " consumers), num_stages up to 7 (3 or more with split_k), maxnreg 48-168 only with split_k, and none"
-                " of tail_rows, two_partials, split_at, parity_rings, overlap_tiles (it pairs K tiles), fp8_layout,"
-                f" got {self}"
+                " consumers), num_stages up to 7 (5 with fp8_layout; 3 or more with split_k, lag * overlap_tiles + 2"
+                " or more with lag), maxnreg 48-168 only with split_k, none of tail_rows, two_partials, split_at,"
+                f" parity_rings, and with split_k none of overlap_tiles, fp8_layout, lag, got {self}"
             )
+        if self.lag and (self.lag < 0 or not self.warp_specialized):
+            raise ValueError(f"Sm90Config: lag is the warp-specialized tile's, 1 or more chunks, got {self}")
         if self.split_k and not self.warp_specialized:
             raise ValueError(f"Sm90Config: split_k is the warp-specialized tile's, got {self}")
         if self.persistent_fp8 and replace(self, persistent=False) != FP8_CHUNKS:
@@ -117,11 +124,14 @@ class Sm90Config:
                 f" got {self}"
             )
         if self.bulk_weights and not (
-            self.fp8_layout and self.overlap_tiles == 4 and not self.tail_rows and self.k_splits == 1
+            self.fp8_layout
+            and (self.overlap_tiles == 4 or self.warp_specialized)
+            and not self.tail_rows
+            and self.k_splits == 1
         ):
             raise ValueError(
-                f"Sm90Config: bulk_weights reads the fp8 layout in chunks of four K tiles (overlap_tiles=4), without"
-                f" tail_rows or k_splits, got {self}"
+                f"Sm90Config: bulk_weights reads the fp8 layout in chunks of four K tiles (overlap_tiles=4) or on the"
+                f" warp-specialized tile's producer, without tail_rows or k_splits, got {self}"
             )
         if self.slot_buffers and not (self.overlap_tiles == 4 and self.num_stages == 4 and not self.tail_rows):
             raise ValueError(
@@ -236,6 +246,8 @@ def packed_words_config(config: Sm90Config) -> Sm90Config:
     rows, the persistent fp8 tile one tile a program, the plain entry."""
     if config.persistent_fp8:
         return replace(config, persistent=False)
+    if config.warp_specialized and config.fp8_layout:  # its producer's registers go back to the consumers' fold
+        return replace(config, fp8_layout=False, bulk_weights=False)
     return replace(config, wide_tiles=False, tail_rows=0) if config.wide_tiles else config
 
 

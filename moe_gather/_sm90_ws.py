@@ -19,7 +19,7 @@ the item's epilogue. docs/sm90.md has the design and the measurements.
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma_wait
 
 from ._sm90 import (
     _FAST_ACC_SCALE,
@@ -28,20 +28,26 @@ from ._sm90 import (
     _TILE_K,
     _Buffers,
     _fast_chain,
+    _folded,
     _k_steps,
     _narrowing,
     _promote,
     _swiglu_tile,
+    _w_row,
     _x_rows,
 )
 from ._sm90_config import WS_MAXNREG
 
 PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg); WS_MAXNREG caps the 12 warps at launch
+# On the fp8 layout the producer copies twice the weight bytes (17 copies a K tile): at 24 registers it spills 17
+# instructions a K tile, and the consumers wait on their slots; at 56 none (its loop 88 SASS), the consumers at 224
+# (no fold to hold).
+FP8_PRODUCER_REGS = 56
 
 
-def consumer_regs(maxnreg: int) -> int:
+def consumer_regs(maxnreg: int, producer_regs: int = PRODUCER_REGS) -> int:
     """Each consumer thread's registers (setmaxnreg, a multiple of 8): what the producer leaves of 12 warps'."""
-    return (maxnreg * 12 - PRODUCER_REGS * 4) // 8 // 8 * 8
+    return (maxnreg * 12 - producer_regs * 4) // 8 // 8 * 8
 
 
 CONSUMER_REGS = consumer_regs(WS_MAXNREG)
@@ -61,25 +67,33 @@ def _item(work, item, N: gl.constexpr, BLOCK_M: gl.constexpr, ROWS: gl.constexpr
 
 @gluon.jit
 def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K: gl.constexpr,
-             N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, SPLIT_K: gl.constexpr):  # fmt: skip
+             N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, SPLIT_K: gl.constexpr,
+             w_desc):  # fmt: skip
     """The producer warpgroup, over the program's work items: step t of an item (its partial K tile first, then tiles
     0, 1, ...) into the ring's next slot once its readers (both consumers; split_k: one) have released it; each
     thread's copies arrive on the
     slot's `full` barrier as they land. Token rows past the slice read nothing (zeros). The ring runs on across
-    items, so the next item's first tiles load while the consumers run the last one's epilogue."""
+    items, so the next item's first tiles load while the consumers run the last one's epilogue. With `w_desc` (the
+    fp8 layout's bytes as rows of 128, Sm90Config.bulk_weights) each row block's K tile is one TMA copy completing on
+    `full` (its bytes expected by one more arrival) instead of 4 cp.async a thread."""
     K_TILES: gl.constexpr = _k_steps(K)[0]
     FIRST: gl.constexpr = _k_steps(K)[2]
     ROWS: gl.constexpr = (2 - SPLIT_K) * _ROW_BLOCK  # weight rows per item
-    ROW_WORDS: gl.constexpr = K_TILES * _TILE_K // 8
-    W_TILE: gl.constexpr = _ROW_BLOCK * _TILE_K // 8  # words of one K tile of a row block
-    # 16 bytes a copy, a warp's 32 copies on whole 128-byte row pieces (x: 4 rows, words: 8 rows of 64 bytes)
+    W_ROW: gl.constexpr = _w_row(words_ptr.dtype.element_ty)  # a row's K tile: 16 packed words or 128 fp8 bytes
+    ROW_ELEMS: gl.constexpr = K_TILES * W_ROW
+    W_TILE: gl.constexpr = _ROW_BLOCK * W_ROW  # one K tile of a row block
+    # 16 bytes a copy, a warp's 32 copies on whole 128-byte row pieces (x and fp8 bytes: 4 rows, words: 8 rows of 64)
     x_copy: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [gl.num_warps(), 1], [1, 0])
-    w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
+    if _folded(words_ptr.dtype.element_ty):
+        w_copy: gl.constexpr = x_copy
+    else:
+        w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
     offs_s = gl.arange(0, 2 * _ROW_BLOCK, layout=s_copy)  # a scale word a thread: ROWS of them copied
     offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
     offs_wn = gl.arange(0, _ROW_BLOCK, layout=gl.SliceLayout(1, w_copy))
-    offs_wc = gl.arange(0, _TILE_K // 8, layout=gl.SliceLayout(0, w_copy))
+    offs_wc = gl.arange(0, W_ROW, layout=gl.SliceLayout(0, w_copy))
+    BULK: gl.constexpr = w_desc is not None
     step = 0  # K tiles through the ring so far
     for item in range(gl.program_id(0), work[3], gl.num_programs(0)):
         entry, expert, pid_n, m0, size, start = _item(work, item, N, BLOCK_M, ROWS)
@@ -87,8 +101,8 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
             x_ptrs = _x_rows(x_ptr, gather_ptr, start, size, m0, BLOCK_M, x_copy, K)
             in_slice = (m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, x_copy)) < size)[:, None]
             row0 = expert.to(gl.int64) * N + pid_n * ROWS
-            # Words [row block, K tile, row, word]: a consumer's 64 rows of one K tile are 4 KB in one piece.
-            w_ptrs = words_ptr + (row0 // _ROW_BLOCK * (_ROW_BLOCK * ROW_WORDS) + offs_wn * (_TILE_K // 8))[:, None]
+            # [row block, K tile, row, word or byte]: a consumer's 64 rows of one K tile are one piece (4 or 8 KB)
+            w_ptrs = words_ptr + (row0 // _ROW_BLOCK * (_ROW_BLOCK * ROW_ELEMS) + offs_wn * W_ROW)[:, None]
             w_ptrs = w_ptrs + offs_wc[None, :]
             s_rows = gl.minimum(offs_s, ROWS - 1) if SPLIT_K else offs_s  # split_k's masked half stays in bounds
             s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * ROWS + s_rows
@@ -99,9 +113,16 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
                 k0 = tile * _TILE_K
                 in_k = (offs_xk < K - k0)[None, :]
                 cp.async_copy_global_to_shared(x_ring.index(slot), x_ptrs + k0, mask=in_slice & in_k)
-                for h in gl.static_range(2 - SPLIT_K):  # each consumer's 64 rows: a row block of its own
-                    w_half = w_ptrs + (h * _ROW_BLOCK * ROW_WORDS + tile * W_TILE)
-                    cp.async_copy_global_to_shared(w_ring[h].index(slot), w_half)
+                if BULK:
+                    mbarrier.expect(full.index(slot), 2 * W_TILE)
+                    for h in gl.static_range(2):  # row blocks of K_TILES tiles of 64 rows
+                        row = (row0 // _ROW_BLOCK + h) * (K_TILES * _ROW_BLOCK) + tile * _ROW_BLOCK
+                        tma.async_copy_global_to_shared(w_desc, [row.to(gl.int32), 0], full.index(slot),
+                                                        w_ring[h].index(slot))  # fmt: skip
+                else:
+                    for h in gl.static_range(2 - SPLIT_K):  # each consumer's 64 rows: a row block of its own
+                        w_half = w_ptrs + (h * _ROW_BLOCK * ROW_ELEMS + tile * W_TILE)
+                        cp.async_copy_global_to_shared(w_ring[h].index(slot), w_half)
                 if SPLIT_K:  # 64 scale words (the other half of the slot is zero-filled, never read)
                     cp.async_copy_global_to_shared(s_ring.index(slot), s_ptrs + tile * N, mask=offs_s < ROWS)
                 else:
@@ -124,51 +145,93 @@ def _landed(rings, step, WG: gl.constexpr, W: gl.constexpr, STAGES: gl.constexpr
 
 
 @gluon.jit
-def _chain_tile(rings, step, RB: gl.constexpr, W: gl.constexpr, STAGES: gl.constexpr, acc, part, BLOCKS: gl.constexpr):
-    """One K tile of ring step `step` alone: its chain, drained, the slot released, the partial promoted."""
-    part, _, ref = _fast_chain(_landed(rings, step, RB, W, STAGES), part, _ROW_BLOCK, BLOCKS)
-    part = warpgroup_mma_wait(num_outstanding=0, deps=(part,))
-    mbarrier.arrive(rings[4].index(step % STAGES), count=1)
-    return _promote(part, ref[:, None], acc), part
+def _chunk(rings, t0, STRIDE: gl.constexpr, STEPS: gl.constexpr, RB: gl.constexpr, W: gl.constexpr,
+           STAGES: gl.constexpr, acc, even, odd, BLOCKS: gl.constexpr = _TILE_K // _MX_BLOCK):  # fmt: skip
+    """STEPS K tiles of ring steps t0, t0 + STRIDE, ...: each tile's wgmmas chained into one of two partials while
+    the tile before is promoted and its slot released; the last drained (a wgmma in flight across the loop's back
+    edge would have ptxas serialize them all). BLOCKS: the first tile's 32-wide K blocks (the partial tile's)."""
+    even_flight, odd_flight = even, odd
+    ref_even = gl.zeros((_ROW_BLOCK,), gl.float32, gl.SliceLayout(1, even.type.layout))
+    ref_odd = ref_even
+    for r in gl.static_range(STEPS):
+        t = t0 + r * STRIDE
+        landed = _landed(rings, t, RB, W, STAGES)
+        if r % 2 == 0:
+            even_flight, _, ref_even = _fast_chain(landed, even, _ROW_BLOCK, BLOCKS if r == 0 else _TILE_K // _MX_BLOCK)
+            if r > 0:  # the tile before, while this one's wgmmas run
+                odd = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(odd_flight,))
+                mbarrier.arrive(rings[4].index((t - STRIDE) % STAGES), count=1)
+                acc = _promote(odd, ref_odd[:, None], acc)
+        else:
+            odd_flight, _, ref_odd = _fast_chain(landed, odd, _ROW_BLOCK)
+            even = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(even_flight,))
+            mbarrier.arrive(rings[4].index((t - STRIDE) % STAGES), count=1)
+            acc = _promote(even, ref_even[:, None], acc)
+    last = (t0 + (STEPS - 1) * STRIDE) % STAGES
+    if STEPS % 2:
+        even = warpgroup_mma_wait(num_outstanding=0, deps=(even_flight,))
+        mbarrier.arrive(rings[4].index(last), count=1)
+        acc = _promote(even, ref_even[:, None], acc)
+    else:
+        odd = warpgroup_mma_wait(num_outstanding=0, deps=(odd_flight,))
+        mbarrier.arrive(rings[4].index(last), count=1)
+        acc = _promote(odd, ref_odd[:, None], acc)
+    return acc, even, odd
+
+
+@gluon.jit
+def _lead(WG: gl.constexpr, handover):
+    """With LAG: consumer 0 tells consumer 1 it may start the item (once 1 has taken the last such word); consumer 1
+    waits for it. `handover`: (`handed`, `taken`, phase), split_k's barriers (LAG and split_k never meet)."""
+    handed, taken, phase = handover
+    if WG == 0:
+        mbarrier.wait(taken, phase ^ 1)  # the first round passes
+        mbarrier.arrive(handed, count=1)
+    else:
+        mbarrier.wait(handed, phase)
+        mbarrier.arrive(taken, count=1)
 
 
 @gluon.jit
 def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr,
-                   STAGES: gl.constexpr, SPLIT_K: gl.constexpr, handover):  # fmt: skip
+                   STAGES: gl.constexpr, SPLIT_K: gl.constexpr, handover, CHUNK: gl.constexpr,
+                   LAG: gl.constexpr):  # fmt: skip
     """Consumer WG's K loop on an item's first W tokens, its K tiles from ring step `step` on (with SPLIT_K, every
-    other one from step + WG), in pairs (the second's wgmmas in flight while the first's partial is promoted), then
-    its epilogue (with SPLIT_K: consumer 1 hands its sum to consumer 0, which adds it and stores). `rings`: (x,
-    words, scales, full, empty, handover buffer); `epi`: (bias, x_scale, out_scale, out, alpha, limit, expert, pid_n,
-    size, start, m0); `handover`: (`handed`, `taken` barrier, phase)."""
-    empty = rings[4]
+    other one from step + WG), in chunks of CHUNK (_chunk), then its epilogue (with SPLIT_K: consumer 1 hands its sum
+    to consumer 0, which adds it and stores). With LAG, consumer 1 starts the item's K loop once consumer 0 has done
+    LAG chunks of it (ping-pong: each one's epilogue under the other's wgmmas). `rings`: (x, words, scales, full,
+    empty, handover buffer); `epi`: (bias, x_scale, out_scale, out, alpha, limit, expert, pid_n, size, start, m0);
+    `handover`: (`handed`, `taken` barrier, phase)."""
     bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, expert, pid_n, size, start, m0 = epi
     K_TILES: gl.constexpr = _k_steps(K)[0]
     LAST_BLOCKS: gl.constexpr = _k_steps(K)[1]
     FIRST: gl.constexpr = _k_steps(K)[2] * (WG == 0 or not SPLIT_K)  # the partial tile is ring step 0's
     STRIDE: gl.constexpr = 1 + SPLIT_K  # ring steps between this consumer's K tiles
     MINE: gl.constexpr = (K_TILES - WG * SPLIT_K + SPLIT_K) // STRIDE  # its K tiles
+    CHUNKS: gl.constexpr = (MINE - FIRST) // CHUNK
     RB: gl.constexpr = WG * (1 - SPLIT_K)  # the row block it reads (split_k: the item's one)
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, W, 32]
     )
     acc = gl.zeros((_ROW_BLOCK, W), dtype=gl.float32, layout=acc_layout)
-    part = gl.zeros((_ROW_BLOCK, W), dtype=gl.float32, layout=acc_layout)
-    spare = gl.zeros((_ROW_BLOCK, W), dtype=gl.float32, layout=acc_layout)
+    even = gl.zeros((_ROW_BLOCK, W), dtype=gl.float32, layout=acc_layout)
+    odd = gl.zeros((_ROW_BLOCK, W), dtype=gl.float32, layout=acc_layout)
     first = step + WG * SPLIT_K  # its first ring step
+    if LAG and WG == 1:
+        _lead(WG, handover)
     if FIRST:
-        acc, part = _chain_tile(rings, first, RB, W, STAGES, acc, part, LAST_BLOCKS)
-    for i in range(FIRST, MINE - 1, 2):
-        t = first + i * STRIDE
-        part_a, _, ref_a = _fast_chain(_landed(rings, t, RB, W, STAGES), part, _ROW_BLOCK)
-        part_b, _, ref_b = _fast_chain(_landed(rings, t + STRIDE, RB, W, STAGES), spare, _ROW_BLOCK)
-        part = warpgroup_mma_wait(num_outstanding=_TILE_K // _MX_BLOCK, deps=(part_a,))  # b's wgmmas in flight
-        mbarrier.arrive(empty.index(t % STAGES), count=1)
-        acc = _promote(part, ref_a[:, None], acc)
-        spare = warpgroup_mma_wait(num_outstanding=0, deps=(part_b,))
-        mbarrier.arrive(empty.index((t + STRIDE) % STAGES), count=1)
-        acc = _promote(spare, ref_b[:, None], acc)
-    if (MINE - FIRST) % 2:  # an odd number of whole tiles: the last
-        acc, part = _chain_tile(rings, first + (MINE - 1) * STRIDE, RB, W, STAGES, acc, part, _TILE_K // _MX_BLOCK)
+        acc, even, odd = _chunk(rings, first, STRIDE, 1, RB, W, STAGES, acc, even, odd, LAST_BLOCKS)
+    for c in range(CHUNKS):
+        acc, even, odd = _chunk(rings, first + (FIRST + c * CHUNK) * STRIDE, STRIDE, CHUNK, RB, W, STAGES, acc,
+                                even, odd)  # fmt: skip
+        if LAG and WG == 0:  # noqa: SIM102 (constexprs, then a runtime test: Gluon folds the first away)
+            if c == LAG - 1:
+                _lead(WG, handover)
+    if (MINE - FIRST) % CHUNK:  # the whole tiles past the last chunk
+        acc, even, odd = _chunk(rings, first + (FIRST + CHUNKS * CHUNK) * STRIDE, STRIDE, (MINE - FIRST) % CHUNK, RB,
+                                W, STAGES, acc, even, odd)  # fmt: skip
+    if LAG and WG == 0 and CHUNKS < LAG:  # fewer chunks than LAG: consumer 1 starts now
+        _lead(WG, handover)
     if SPLIT_K:
         sums = rings[5]
         view = sums.slice(0, W, dim=1) if sums.shape[1] > W else sums
@@ -194,10 +257,12 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
 
 @gluon.jit
 def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
-             STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr):  # fmt: skip
+             STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
+             LAG: gl.constexpr):  # fmt: skip
     """Consumer warpgroup WG (0: the default partition, 1: a worker) over the program's work items, each on its
     tile's width: a slice's last rows take a half or a quarter of BLOCK_M where they fit (NARROW halvings at most).
-    `out`: (bias, x_scale, out_scale, out, alpha, limit); `handover`: split_k's (`handed`, `taken`) barriers."""
+    `out`: (bias, x_scale, out_scale, out, alpha, limit); `handover`: split_k's or LAG's (`handed`, `taken`)
+    barriers."""
     K_TILES: gl.constexpr = _k_steps(K)[0]
     step = 0  # K tiles through the ring so far
     done = 0  # items taken: the handover barriers' phase
@@ -207,25 +272,27 @@ def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: g
             epi = (out[0], out[1], out[2], out[3], out[4], out[5], expert, pid_n, size, start, m0)
             hand = (handover[0], handover[1], done & 1)
             if NARROW >= 2 and size - m0 <= BLOCK_M // 4:
-                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 4, STAGES, SPLIT_K, hand)
+                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 4, STAGES, SPLIT_K, hand, CHUNK, LAG)
             elif NARROW >= 1 and size - m0 <= BLOCK_M // 2:
-                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 2, STAGES, SPLIT_K, hand)
+                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 2, STAGES, SPLIT_K, hand, CHUNK, LAG)
             else:
-                _consume_width(WG, rings, epi, step, K, N, BLOCK_M, STAGES, SPLIT_K, hand)
+                _consume_width(WG, rings, epi, step, K, N, BLOCK_M, STAGES, SPLIT_K, hand, CHUNK, LAG)
             step += K_TILES
             done += 1
 
 
 @gluon.jit
 def _consume_0(rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
-               STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr):  # fmt: skip
-    _consume(0, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K)
+               STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
+             LAG: gl.constexpr):  # fmt: skip
+    _consume(0, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K, CHUNK, LAG)
 
 
 @gluon.jit
 def _consume_1(rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
-               STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr):  # fmt: skip
-    _consume(1, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K)
+               STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
+             LAG: gl.constexpr):  # fmt: skip
+    _consume(1, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K, CHUNK, LAG)
 
 
 @gluon.jit
@@ -233,8 +300,10 @@ def bmm1_sm90_ws_kernel(
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr, schedule_ptr, x_scale_ptr,
     out_scale_ptr, out_ptr, alpha, limit,  # as _sm90._bmm1_sm90_kernel's
     items,  # schedule entries x column blocks (128 rows, 64 with SPLIT_K): a program takes items pid, pid + grid, ...
+    w_desc,  # with bulk weights, the fp8 layout's TMA descriptor (_sm90._bulk_descriptor), else None
     K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_STAGES: gl.constexpr, NARROW: gl.constexpr,
-    SPLIT_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+    SPLIT_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, CHUNK: gl.constexpr,
+    LAG: gl.constexpr,
 ):  # fmt: skip
     ROWS: gl.constexpr = 2 * _ROW_BLOCK
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
@@ -253,15 +322,27 @@ def bmm1_sm90_ws_kernel(
         hand = (handover.index(0), handover.index(1))
     else:
         # each consumer's words in a ring of their own: the copies into one do not order those into the other
-        w_ring = (
-            gl.allocate_shared_memory(gl.int32, w_shape, plain2),
-            gl.allocate_shared_memory(gl.int32, w_shape, plain2),
-        )
+        if _folded(words_ptr.dtype.element_ty):  # the fp8 layout's bytes: wgmma's A, 128-byte swizzled as x
+            w_ring = (
+                gl.allocate_shared_memory(words_ptr.dtype.element_ty, [NUM_STAGES, _ROW_BLOCK, _TILE_K], x_nvmma),
+                gl.allocate_shared_memory(words_ptr.dtype.element_ty, [NUM_STAGES, _ROW_BLOCK, _TILE_K], x_nvmma),
+            )
+        else:
+            w_ring = (
+                gl.allocate_shared_memory(gl.int32, w_shape, plain2),
+                gl.allocate_shared_memory(gl.int32, w_shape, plain2),
+            )
         sums = x_ring  # (not read)
         hand = (full.index(0), empty.index(0))  # (not waited on)
+        if LAG:  # consumer 0's word that consumer 1 may start an item, and 1's that it has taken it
+            lead = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+            mbarrier.init(lead.index(0), count=1)
+            mbarrier.init(lead.index(1), count=1)
+            hand = (lead.index(0), lead.index(1))
     s_ring = gl.allocate_shared_memory(gl.int32, [NUM_STAGES, ROWS], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     for i in gl.static_range(NUM_STAGES):
-        mbarrier.init(full.index(i), count=32 * 4)  # each producer thread's copies (4 warps)
+        # each producer thread's copies (4 warps), and with bulk weights the arrival that expects their bytes
+        mbarrier.init(full.index(i), count=32 * 4 + (w_desc is not None))
         mbarrier.init(empty.index(i), count=2 - SPLIT_K)  # each consumer warpgroup that reads the slot
 
     rings = (x_ring, w_ring, s_ring, full, empty, sums)
@@ -269,10 +350,10 @@ def bmm1_sm90_ws_kernel(
     work = (schedule_ptr, slice_sizes_ptr, slice_offs_ptr, items)
     gl.warp_specialize(
         [
-            (_consume_0, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K)),
-            (_consume_1, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K)),
+            (_consume_0, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG)),
+            (_consume_1, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG)),
             (_produce, (x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K, N,
-                        BLOCK_M, NUM_STAGES, SPLIT_K)),
+                        BLOCK_M, NUM_STAGES, SPLIT_K, w_desc)),
         ],
         [4, 4],
         [CONSUMER_REGS, PRODUCER_REGS],
@@ -288,9 +369,16 @@ def ws_constexprs(config, k: int, n: int) -> dict:
         "NUM_STAGES": config.num_stages,
         "NARROW": _narrowing(config.narrow_last_tile, config.block_m),
         "SPLIT_K": int(config.split_k),
-        "CONSUMER_REGS": consumer_regs(launch_options(config)["maxnreg"]),
-        "PRODUCER_REGS": PRODUCER_REGS,
+        "CONSUMER_REGS": consumer_regs(launch_options(config)["maxnreg"], producer_regs(config)),
+        "PRODUCER_REGS": producer_regs(config),
+        "CHUNK": config.overlap_tiles or 2,
+        "LAG": config.lag,
     }
+
+
+def producer_regs(config) -> int:
+    """The producer's registers: more where it copies the fp8 layout's bytes (FP8_PRODUCER_REGS)."""
+    return FP8_PRODUCER_REGS if config.fp8_layout else PRODUCER_REGS
 
 
 def launch_options(config) -> dict:

@@ -8,6 +8,18 @@ from moe_gather import _sm90
 # The warp-specialized tile (fast only): a producer warpgroup, two consumers on block_m 128.
 WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=True)
 
+# It on the fp8 layout's bytes (wgmma's A from shared memory, as the fast table's block_m 128 entry): K tiles in pairs,
+# in chunks of four, consumer 1 a chunk of two behind consumer 0 (lag: each one's epilogue under the other's
+# wgmmas), the same persistent (one program a multiprocessor: many items a program, every width), the weights by TMA.
+WS_FP8 = replace(WS_CONFIG, fp8_layout=True)
+WS_FP8_PLANS = {
+    "pairs": WS_FP8,
+    "chunks": replace(WS_FP8, overlap_tiles=4, num_stages=5),
+    "lag": replace(WS_FP8, lag=1, num_stages=5),
+    "lag-persistent": replace(WS_FP8, lag=1, num_stages=5, persistent=True),
+    "bulk": replace(WS_FP8, bulk_weights=True),
+}
+
 # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
 SPLIT_K_PLANS = [
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, split_k=True),

@@ -12,12 +12,14 @@ import torch
 from _plans import (
     BULK_PLAN,
     DECODE_PLANS,
+    FP8_ENTRY,
     K_SPLITS_PLANS,
     PERSISTENT_PLAN,
     SLOTS_PLAN,
     SPLIT_K_PLANS,
     WIDE_PLAN,
     WS_CONFIG,
+    WS_FP8_PLANS,
 )
 from test_kernel import poisoned_output
 
@@ -452,6 +454,18 @@ def test_layout_fp8_gives_the_packed_words_bytes(params, sm90, config, k):
     """K under a tile, an odd count of whole tiles, and gpt-oss's."""
     problem, weights = _k_problem(k, "fast", "fp8")
     _both_layouts(problem, weights, config, f"K = {k}, layout fp8")
+
+
+@pytest.mark.parametrize("config", WS_FP8_PLANS.values(), ids=WS_FP8_PLANS)
+def test_warp_specialized_on_the_fp8_layout(params, sm90, fp8_layout, config):
+    """The warp-specialized tile reading the fp8 layout's bytes: K under a tile, an odd count of whole tiles and
+    gpt-oss's, and the every-width slices at gpt-oss-120b's K and N; byte for byte the packed words' through the same
+    config and the table's block_m 128 entry's (the same values chained and promoted in the same order)."""
+    problems = [_k_problem(k, "fast", "fp8") for k in (96, 384, 2880)]
+    for problem, weights in [*problems, (_every_width_problem(params), fp8_layout)]:
+        out = _both_layouts(problem, weights, config, f"K = {problem.x.shape[1]}, warp-specialized on the fp8 layout")
+        table = bmm1.run_problem(problem, weights, config=FP8_ENTRY)
+        assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
 @pytest.fixture(scope="module")

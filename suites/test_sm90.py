@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 import torch
 import triton
-from _plans import BULK_PLAN, DECODE_PLANS, FP8_ENTRY, K_SPLITS_PLANS, PERSISTENT_PLAN, WIDE_PLAN, WS_CONFIG
+from _plans import (
+    BULK_PLAN,
+    DECODE_PLANS,
+    FP8_ENTRY,
+    K_SPLITS_PLANS,
+    PERSISTENT_PLAN,
+    WIDE_PLAN,
+    WS_CONFIG,
+    WS_FP8_PLANS,
+)
 from _ptxas import (
     after_main_loop_sass,
     innermost_loops_sass,
@@ -134,8 +143,8 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     with pytest.raises(ValueError, match="layout: the sm100 kernel reads MXFP4"):
         bmm1.prepare_weights(w, capability=(10, 0), layout="fp8")
     fp8 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp8")
-    with pytest.raises(ValueError, match=r"warp_specialized takes .* fp8_layout"):
-        replace(WS_CONFIG, fp8_layout=True)
+    with pytest.raises(ValueError, match=r"warp_specialized takes .* with split_k none of overlap_tiles, fp8_layout"):
+        replace(SPLIT_K_CONFIG, fp8_layout=True)
     assert [c.fp8_layout for _, c in _sm90.FAST_CONFIGS] == [c.block_m == 128 for _, c in _sm90.FAST_CONFIGS]
     assert not any(c.fp8_layout for _, c in _sm90.CONFIGS)
     launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 1)
@@ -678,10 +687,16 @@ SPLIT_K_CONFIG = _sm90.Sm90Config(16, 6, 8, maxnreg=80, warp_specialized=True, s
 
 
 def compile_sm90_ws(config, k=2880, n=5760):
+    """The warp-specialized kernel for `config`, on the fp8 layout's bytes where it has fp8_layout."""
     constexprs = _sm90_ws.ws_constexprs(config, k, n)
     table_only = ("sums_ptr", "arrivals_ptr")  # the table kernel's K splits
     signature = {name: kind for name, kind in SIGNATURE.items() if kind != "constexpr" and name not in table_only}
-    signature |= {"items": "i32"}
+    signature |= {"items": "i32", "w_desc": "constexpr"} | ({"words_ptr": "*fp8e4nv"} if config.fp8_layout else {})
+    constexprs |= {"w_desc": None}
+    if config.bulk_weights:  # the launcher's descriptor, by its type
+        folded = torch.empty(n // 64, -(-k // 128), 64, 128, dtype=torch.float8_e4m3fn)
+        signature["w_desc"] = mangle_type(_sm90._bulk_descriptor(folded))
+        del constexprs["w_desc"]
     signature |= dict.fromkeys(constexprs, "constexpr")
     src = GluonASTSource(_sm90_ws.bmm1_sm90_ws_kernel, signature, constexprs=constexprs, attrs=ALIGNED)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=_sm90_ws.launch_options(config))
@@ -700,6 +715,14 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
             replace(SPLIT_K_CONFIG, **fields)
     with pytest.raises(ValueError, match="split_k is the warp-specialized tile's"):
         _sm90.Sm90Config(32, 4, 8, split_k=True)
+    # on the fp8 layout at most 5 stages of 32.5 KB; lag needs the chunks it holds back and 2 stages more
+    for fields in ({"fp8_layout": True, "num_stages": 6}, {"lag": 2}, {"lag": 1, "num_stages": 5, "overlap_tiles": 4}):
+        with pytest.raises(ValueError, match="warp_specialized takes block_m 128"):
+            replace(WS_CONFIG, **fields)
+    for base, fields in ((SPLIT_K_CONFIG, {"lag": 1, "split_k": False, "warp_specialized": False}),
+                         (WS_CONFIG, {"lag": -1})):  # fmt: skip
+        with pytest.raises(ValueError, match="lag is the warp-specialized tile's"):
+            replace(base, **fields)
     others = ({"num_stages": 6}, {"narrow_last_tile": 1}, {"fp8_layout": False})  # off the fp8 layout's entry
     for base, fields in ((_sm90.Sm90Config(32, 4, 8), {}), *((PERSISTENT_PLAN, f) for f in others)):
         with pytest.raises(ValueError, match="persistent is the warp-specialized tile's, or the fp8 layout's"):
@@ -819,6 +842,44 @@ def test_warp_specialized_consumers_synchronize_on_their_own_warpgroup(tmp_path)
         barriers = [t for t in instructions if t.startswith("BAR.SYNC")]
         assert barriers and all(t.endswith("0x80") for t in barriers), barriers
         assert not any(name.startswith(("STL", "LDL")) for name in loop) and len(loop) <= 425, len(loop)
+
+
+@pytest.mark.parametrize("plan", ["pairs", "chunks", "lag"])
+def test_warp_specialized_tile_on_the_fp8_layout_takes_a_from_shared_memory(tmp_path, plan):
+    """On the fp8 layout's bytes a consumer hands each wgmma its A from shared memory: no words loaded, no fold. Its
+    loop of a chunk (two K tiles, four with `chunks`) holds the chunk's wgmmas, one FFMA an accumulator element a tile,
+    a slot wait and a release a tile (with lag consumer 0's handshake besides), in about half the packed words'
+    instructions (409), spill-free; the ring fits the multiprocessor."""
+    config = WS_FP8_PLANS[plan]
+    kernel = compile_sm90_ws(config)
+    tiles = config.overlap_tiles or 2
+    loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, _wgmma(128))
+    chunks = sorted((loop for loop in loops if loop.count("QGMMA.64x128x32.F32.E4M3.E4M3") == 4 * tiles), key=len)
+    assert len(chunks) >= 2, [len(loop) for loop in loops]
+    for loop in chunks[:2]:  # each consumer's
+        loads = [op for op in loop if op.startswith("LDS")]  # the scale words only
+        assert loop.count("FFMA") == 64 * tiles and len(loads) <= 2 * tiles and "PRMT" not in loop
+        handshake = (0, 1) if config.lag else (0,)  # consumer 0's word to consumer 1 runs in its loop
+        waits, arrives = loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT"), loop.count("SYNCS.ARRIVE.TRANS64.A1T0")
+        assert waits - tiles in handshake and arrives - tiles in handshake
+        assert not any(op.startswith(("STL", "LDL")) for op in loop) and len(loop) <= 135 * tiles, len(loop)
+    assert kernel.metadata.shared <= 227 * 1024
+
+
+def test_warp_specialized_bulk_weights_copy_each_row_block_by_tma(tmp_path):
+    """With bulk_weights the producer copies each row block's K tile of the fp8 layout by one TMA copy on the slot's
+    `full` barrier, whose one more arrival expects their bytes: its loop keeps x's 8 cp.async and the scales' one, and
+    spills nothing."""
+    kernel = compile_sm90_ws(WS_FP8_PLANS["bulk"])
+    ptx = kernel.asm["ptx"]
+    expects = re.findall(r"mbarrier\.arrive\.expect_tx\.shared\.b64 _, \[%r\d+\], (\d+);", ptx)
+    assert expects and set(expects) == {str(2 * 64 * 128)}  # two row blocks' K tile
+    assert re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", ptx)[::2] == ["129"] * 4
+    loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, set())
+    producer = [loop for loop in loops if any(op.startswith("UTMALDG") for op in loop)]
+    assert len(producer) == 1 and sum(op.startswith("UTMALDG") for op in producer[0]) == 2
+    assert sum(op.startswith("LDGSTS") for op in producer[0]) == 9
+    assert not any(op.startswith(("STL", "LDL")) for op in producer[0])
 
 
 def test_split_k_consumers_each_take_half_the_k_tiles(tmp_path):

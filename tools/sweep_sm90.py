@@ -117,7 +117,7 @@ def main():
             ]
             flags += [
                 f"{name}={getattr(config, name)}"
-                for name in ("narrow_last_tile", "tail_rows", "overlap_tiles", "k_splits", "decode_rows")
+                for name in ("narrow_last_tile", "tail_rows", "overlap_tiles", "k_splits", "decode_rows", "lag")
                 if getattr(config, name) != Sm90Config.__dataclass_fields__[name].default
             ]
             print(
