@@ -387,6 +387,7 @@ def _sweep_label(r: dict) -> str:
         + (" widest first" if r["widest_first"] else "")
         + (" split_k" if r.get("split_k") else " warp-specialized" if r.get("warp_specialized") else "")
         + (" persistent" if r.get("persistent") else "")
+        + (f" lag {r['lag']}" if r.get("lag") else "")
         + (f" k_splits {r['k_splits']}" if r.get("k_splits", 1) > 1 else "")
         + (" bulk weights" if r.get("bulk_weights") else "")
         + (" slot buffers" if r.get("slot_buffers") else "")
