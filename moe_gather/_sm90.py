@@ -45,6 +45,8 @@ from ._sm90_config import (
     F16_MAX_BLOCK_M,
     FAST_CONFIGS,
     FORCE_ENV,
+    FP8_CHUNKS,
+    FP8_WS,
     TABLES,
     Sm90Config,
     decode_configs,
@@ -75,9 +77,10 @@ from .mxfp4 import MX_BLOCK
 
 __all__ = [
     "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_TABLE_HI", "FAST_TABLE_LO",
-    "FAST_WINDOW", "FORCE_ENV", "LAYOUTS", "PRECISIONS", "TABLES",
+    "FAST_WINDOW", "FORCE_ENV", "FP8_CHUNKS", "FP8_WS", "LAYOUTS", "PRECISIONS", "TABLES",
     "FoldError", "Sm90Config", "Sm90Weights", "decode_configs", "emulate_dequant", "f16_config", "launch",
-    "layout_refusal", "packed_words_config", "prepare_for", "prepare_weights", "row_major_words", "select_config",
+    "layout_refusal", "packed_words_config", "prepare_for", "prepare_weights", "row_major_words", "runs_as",
+    "select_config",
 ]  # fmt: skip
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
@@ -1131,6 +1134,11 @@ def _bulk_descriptor(folded: torch.Tensor) -> TensorDescriptor:
     return TensorDescriptor.from_tensor(folded.view(-1, TILE_K), [ROW_BLOCK, TILE_K], BULK_LAYOUT)
 
 
+def runs_as(config: Sm90Config, w: Sm90Weights) -> Sm90Config:
+    """What `config` runs on weights `w`: packed_words_config's where they lack the fp8 layout's bytes."""
+    return config if config.fp8_layout and w.folded is not None else packed_words_config(config)
+
+
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
     config = config or select_config(ragged, w.precision)
@@ -1147,10 +1155,9 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
 
         return launch_decode(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
     # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
+    config = runs_as(config, w)
     folded = config.fp8_layout and w.folded is not None
-    if not folded:
-        config = packed_words_config(config)
-    elif config.persistent_fp8:  # the fp8 layout's bytes (packed_words_config drops it)
+    if folded and config.persistent_fp8:  # the fp8 layout's bytes (packed_words_config drops it)
         from ._sm90_persistent import launch_persistent  # it builds on this module
 
         return launch_persistent(x, w.folded.view(torch.float8_e4m3fn), w.scales.view(torch.int32), bias, gather_indx,

@@ -197,8 +197,15 @@ CONFIGS = (
 )
 
 
-# The fast table's block_m 128 entry: the fp8 layout's bytes, K tiles in chunks of four (persistent: _sm90_persistent).
+# The fast table's block_m 128 entry on the packed words: K tiles in chunks of four (on the fp8 layout's bytes too,
+# forced, and persistent there: _sm90_persistent).
 FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4, fp8_layout=True)
+
+# Its entry on the fp8 layout: the warp-specialized tile (_sm90_ws), its producer copying each row block's K tile by
+# TMA, 5 stages, one program a multiprocessor. On the packed words it runs FP8_CHUNKS (packed_words_config).
+FP8_WS = Sm90Config(
+    128, 5, 8, narrow_last_tile=2, warp_specialized=True, persistent=True, fp8_layout=True, bulk_weights=True
+)
 
 # The fast precision's table: one partial per K tile (its promotion is a quarter of the accurate path's), so block_m
 # 128 drops two_partials; block_m 64 takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time
@@ -207,7 +214,7 @@ FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overla
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
-    (1 << 30, FP8_CHUNKS),
+    (1 << 30, FP8_WS),
 )
 
 TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS}  # each precision's table
@@ -243,7 +250,10 @@ def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
 
 def packed_words_config(config: Sm90Config) -> Sm90Config:
     """What `config` runs on weights without the fp8 layout's bytes (the packed words): wide tiles without their tail
-    rows, the persistent fp8 tile one tile a program, the plain entry."""
+    rows, the persistent fp8 tile one tile a program, the fast table's warp-specialized entry the chunks of four (the
+    tile took 1.00x-1.16x their time there: docs/sm90-tried.md), the plain entry."""
+    if config == FP8_WS:
+        return FP8_CHUNKS
     if config.persistent_fp8:
         return replace(config, persistent=False)
     if config.warp_specialized and config.fp8_layout:  # its producer's registers go back to the consumers' fold

@@ -64,7 +64,7 @@ def case_row(problem, seconds: float, ceilings: dict, weights) -> dict:
         "roof_us": roof * 1e6,
         "pct_roof": roof / seconds,
         "precision": precision,
-        "config": str(bmm1.select_config(problem.routing.ragged, precision=precision)),
+        "config": str(bmm1.select_config(problem.routing.ragged, precision=precision, weights=weights)),
         "weights": getattr(weights, "encoding", ""),
     }
 

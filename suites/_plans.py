@@ -8,9 +8,10 @@ from moe_gather import _sm90
 # The warp-specialized tile (fast only): a producer warpgroup, two consumers on block_m 128.
 WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=True)
 
-# It on the fp8 layout's bytes (wgmma's A from shared memory, as the fast table's block_m 128 entry): K tiles in pairs,
-# in chunks of four, consumer 1 a chunk of two behind consumer 0 (lag: each one's epilogue under the other's
-# wgmmas), the same persistent (one program a multiprocessor: many items a program, every width), the weights by TMA.
+# It on the fp8 layout's bytes (wgmma's A from shared memory; the fast table's block_m 128 entry there, "table"): K
+# tiles in pairs, in chunks of four, consumer 1 a chunk of two behind consumer 0 (lag: each one's epilogue under the
+# other's wgmmas), the same persistent (one program a multiprocessor: many items a program, every width), the weights
+# by TMA.
 WS_FP8 = replace(WS_CONFIG, fp8_layout=True)
 WS_FP8_PLANS = {
     "pairs": WS_FP8,
@@ -18,6 +19,7 @@ WS_FP8_PLANS = {
     "lag": replace(WS_FP8, lag=1, num_stages=5),
     "lag-persistent": replace(WS_FP8, lag=1, num_stages=5, persistent=True),
     "bulk": replace(WS_FP8, bulk_weights=True),
+    "table": _sm90.FP8_WS,
 }
 
 # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
@@ -37,13 +39,13 @@ K_SPLITS_PLANS = [
     _sm90.Sm90Config(16, 4, 4, narrow_last_tile=1, k_splits=8),
 ]
 
-# The fast table's block_m 128 entry on the fp8 layout with its weight tiles by TMA, and with each stage its own
-# allocation.
-FP8_ENTRY = next(c for _, c in _sm90.FAST_CONFIGS if c.fp8_layout)
-BULK_PLAN = replace(FP8_ENTRY, bulk_weights=True)
-SLOTS_PLAN = replace(FP8_ENTRY, slot_buffers=True)
-# The same entry persistent: one program a multiprocessor, phases of 128-, 64- and 32-token tiles (_sm90_persistent).
-PERSISTENT_PLAN = replace(FP8_ENTRY, persistent=True)
+# The chunks of four K tiles on the fp8 layout (the fast table's block_m 128 entry on the packed words) with its weight
+# tiles by TMA, and with each stage its own allocation.
+FP8_CHUNKS = _sm90.FP8_CHUNKS
+BULK_PLAN = replace(FP8_CHUNKS, bulk_weights=True)
+SLOTS_PLAN = replace(FP8_CHUNKS, slot_buffers=True)
+# The same persistent: one program a multiprocessor, phases of 128-, 64- and 32-token tiles (_sm90_persistent).
+PERSISTENT_PLAN = replace(FP8_CHUNKS, persistent=True)
 
 # Decode's register tile (mma.sync on the packed words in registers, no ring): 16 rows a program with K split in 4 or
 # 8 sets, one or two K tiles loaded ahead; 32 and 64 rows a program.
@@ -54,6 +56,6 @@ DECODE_PLANS = [
     _sm90.Sm90Config(8, 3, 16, decode_rows=64),
 ]
 
-# The fast table's block_m 128 entry with 64 tail rows in every tile where the weights hold the fp8 layout (192
-# tokens a tile; wide_tiles).
-WIDE_PLAN = replace(FP8_ENTRY, tail_rows=64, wide_tiles=True)
+# The chunks of four with 64 tail rows in every tile where the weights hold the fp8 layout (192 tokens a tile;
+# wide_tiles).
+WIDE_PLAN = replace(FP8_CHUNKS, tail_rows=64, wide_tiles=True)

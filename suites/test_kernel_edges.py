@@ -12,7 +12,7 @@ import torch
 from _plans import (
     BULK_PLAN,
     DECODE_PLANS,
-    FP8_ENTRY,
+    FP8_CHUNKS,
     K_SPLITS_PLANS,
     PERSISTENT_PLAN,
     SLOTS_PLAN,
@@ -464,7 +464,7 @@ def test_warp_specialized_on_the_fp8_layout(params, sm90, fp8_layout, config):
     problems = [_k_problem(k, "fast", "fp8") for k in (96, 384, 2880)]
     for problem, weights in [*problems, (_every_width_problem(params), fp8_layout)]:
         out = _both_layouts(problem, weights, config, f"K = {problem.x.shape[1]}, warp-specialized on the fp8 layout")
-        table = bmm1.run_problem(problem, weights, config=FP8_ENTRY)
+        table = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 

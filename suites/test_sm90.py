@@ -11,7 +11,7 @@ import triton
 from _plans import (
     BULK_PLAN,
     DECODE_PLANS,
-    FP8_ENTRY,
+    FP8_CHUNKS,
     K_SPLITS_PLANS,
     PERSISTENT_PLAN,
     WIDE_PLAN,
@@ -129,9 +129,9 @@ def test_layout_fp8_holds_the_folded_values(k):
 
 
 def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeypatch):
-    """Asked for with another precision or on Blackwell, the layout is refused by name, as is fp8_layout on the
-    warp-specialized tile (whose producer copies packed words); the table's block_m 128 entry gets the bytes as e4m3,
-    its other entries (and every entry on weights without them) the packed words."""
+    """Asked for with another precision or on Blackwell, the layout is refused by name, as is fp8_layout on split_k;
+    the table's block_m 128 entry (the warp-specialized tile) gets the bytes as e4m3, its other entries (and every
+    entry on weights without them, the block_m 128 one as the chunks of four) the packed words."""
     from moe_gather import bmm1
 
     w = _random_weights(e=2, n=128, k=256)
@@ -148,17 +148,22 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     assert [c.fp8_layout for _, c in _sm90.FAST_CONFIGS] == [c.block_m == 128 for _, c in _sm90.FAST_CONFIGS]
     assert not any(c.fp8_layout for _, c in _sm90.CONFIGS)
     launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 1)
+    _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, launches=launches)  # the fp8 layout's block_m 128
+    monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     mxfp4 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast")
     for weights in (fp8, mxfp4):
         for _, config in _sm90.FAST_CONFIGS:
             _launch(weights, [900, 700], config)
-    for (_, words, _), (weights, (_, config)) in zip(
+    for (_, words, kwargs), (weights, (_, config)) in zip(
         launches, [(w, c) for w in (fp8, mxfp4) for c in _sm90.FAST_CONFIGS], strict=True
     ):
         if config.fp8_layout and weights is fp8:
             assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.folded)
         else:
             assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
+        # the warp-specialized entry on the fp8 layout's bytes; its packed words run the chunks of four
+        assert ("PRODUCER_REGS" in kwargs) == (config.warp_specialized and weights is fp8)
+    assert _sm90.runs_as(_sm90.FP8_WS, mxfp4) == _sm90.FP8_CHUNKS and _sm90.runs_as(_sm90.FP8_WS, fp8) == _sm90.FP8_WS
 
 
 def test_wide_tiles_take_block_m_plus_tail_rows_a_tile_on_the_fp8_layout_only(monkeypatch):
@@ -192,7 +197,7 @@ def test_wide_tiles_take_block_m_plus_tail_rows_a_tile_on_the_fp8_layout_only(mo
 
 def test_wide_tiles_compile_with_both_wgmmas(tmp_path):
     """The wide plan compiles for sm_90a with a tile of the tail rows' wgmmas (N 64) beside the tile's (N 128): more
-    of each than the block_m 128 entry's kernel (whose narrowed tiles have N 64 and 32 too), with no more spills than
+    of each than the chunks of four's kernel (whose narrowed tiles have N 64 and 32 too), with no more spills than
     the entry's budget (its chunks of four K tiles, compiled in the same kernel)."""
 
     def wgmmas(config):
@@ -200,7 +205,7 @@ def test_wide_tiles_compile_with_both_wgmmas(tmp_path):
         shapes = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32", ptx)
         return {n: shapes.count(n) for n in ("128", "64", "32")}, ptx
 
-    (wide, ptx), (entry, _) = wgmmas(WIDE_PLAN), wgmmas(FP8_ENTRY)
+    (wide, ptx), (entry, _) = wgmmas(WIDE_PLAN), wgmmas(FP8_CHUNKS)
     assert wide["128"] > entry["128"] and wide["64"] > entry["64"] and wide["32"] == entry["32"], (wide, entry)
     assert spilled_bytes(ptxas_report(ptx, "sm_90a", tmp_path)) <= SPILL_BUDGET[(128, "fast")]
 
@@ -250,7 +255,7 @@ def test_slot_buffers_keep_one_bar_sync_a_k_tile(layout, tmp_path):
     """The chunks of four K tiles load into the ring being read (4 stages, two loaded ahead): with one allocation a
     ring Triton's barrier analysis adds a second bar.sync a tile; with each stage its own allocation (slot_buffers)
     one a tile stays, the loop no longer and spilling no more. Off the chunks of four, slot_buffers is refused."""
-    large = FP8_ENTRY
+    large = FP8_CHUNKS
     for bad in ({"overlap_tiles": 2}, {"num_stages": 6}):
         with pytest.raises(ValueError, match="slot_buffers runs the chunks of four K tiles"):
             replace(large, slot_buffers=True, **bad)
@@ -474,19 +479,32 @@ def _launches():
     configs = sorted({c for _, c in _sm90.CONFIGS} | set(_sm90.decode_configs("accurate")), key=str)
     fp8 = [(c, tile, path) for c in configs for tile in range(len(c.tiles)) for path in ("fp8", "zero-scale")]
     f16 = {_sm90.f16_config(c) for c in configs}
-    fast = [(c, 0, "fast") for c in (*(c for _, c in _sm90.FAST_CONFIGS), *_sm90.decode_configs("fast"))]
-    return fp8 + [(c, 0, "f16") for c in sorted(f16, key=str)] + fast
+    fast = [(c, 0, "fast") for c in (*_fast_entries(), *_sm90.decode_configs("fast"))]
+    ws = [(c, 0, "ws") for _, c in _sm90.FAST_CONFIGS if c.warp_specialized]  # on the fp8 layout (_sm90_ws)
+    return fp8 + [(c, 0, "f16") for c in sorted(f16, key=str)] + fast + ws
+
+
+def _fast_entries():
+    """The fast table's entries as the table kernel runs them (the warp-specialized one: its packed words' config)."""
+    return list(dict.fromkeys(_sm90.packed_words_config(c) for _, c in _sm90.FAST_CONFIGS))
 
 
 # Spill bytes a launch may have: none, but the fast block_m 128 entry (chunks of four K tiles, three accumulators of 64
 # registers at the 255 cap: 100 bytes stored, 132 loaded, 4 of the instructions inside the loop; measured 0.98-0.99x
 # the time of pairs, which spill 8 bytes outside it, on the 4 large cases of results/h200/fast.md's sweeps).
-SPILL_BUDGET = {(128, "fast"): 132}
+# The fast table's warp-specialized entry on the fp8 layout: 8 bytes, two words stored at the kernel's entry and
+# loaded once a work item by the producer (56 registers), outside every K loop.
+SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 8}
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
 def test_every_config_compiles_for_sm90a_without_spills(config, tile, path, tmp_path):
-    kernel = compile_sm90(config, f16=path == "f16", tile=tile, zero_scale=path == "zero-scale", fast=path == "fast")
+    fast, f16, zero_scale = path == "fast", path == "f16", path == "zero-scale"
+    kernel = (
+        compile_sm90_ws(config)
+        if path == "ws"
+        else compile_sm90(config, f16=f16, tile=tile, zero_scale=zero_scale, fast=fast)
+    )
     ptx = kernel.asm["ptx"]
     mma = ".f16.f16" if path == "f16" else ".e4m3.e4m3"  # fp8 wgmma, or fp16 (wide block-scale spreads)
     assert "wgmma.mma_async.sync.aligned" in ptx and mma in ptx
@@ -561,12 +579,12 @@ FP8_SPILL_BUDGET = {128: 12}  # bytes, all outside the loop (the mxfp4 layout's 
 
 
 @pytest.mark.parametrize("layout", ["mxfp4", "fp8"])
-@pytest.mark.parametrize("config", [c for _, c in _sm90.FAST_CONFIGS], ids=str)
+@pytest.mark.parametrize("config", _fast_entries(), ids=str)
 def test_fast_loop_promotes_once_per_tile(config, layout, tmp_path):
     """Per K tile: four fp8 wgmmas chained into one partial, one FFMA per accumulator element; with overlap_tiles
     each tile's wgmmas but the iteration's last stay in flight while the tile before is promoted (a wait leaves 4
     groups). The mxfp4 layout folds with two byte permutes a word; the fp8 layout's bytes go to wgmma as they landed,
-    no permute, within shared memory on every entry's tile (a forced fp8_layout runs any of them)."""
+    no permute, within shared memory on every entry's tile as the table kernel runs it (a forced fp8_layout)."""
     kernel = compile_sm90(config, fast=True, layout=layout)
     if layout == "fp8":
         report = ptxas_report(kernel.asm["ptx"], "sm_90a", tmp_path)
@@ -641,9 +659,10 @@ def recorded_launches(monkeypatch):
     return _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 7)
 
 
-def _record(monkeypatch, module, kernel, *positions):
-    """module.kernel replaced by a recorder of its launches: (grid, the arguments at `positions`, keywords)."""
-    launches = []
+def _record(monkeypatch, module, kernel, *positions, launches=None):
+    """module.kernel replaced by a recorder of its launches: (grid, the arguments at `positions`, keywords), into
+    `launches` where given (several kernels' launches in call order)."""
+    launches = [] if launches is None else launches
 
     class Recorder:
         def __getitem__(self, grid):
@@ -844,7 +863,7 @@ def test_warp_specialized_consumers_synchronize_on_their_own_warpgroup(tmp_path)
         assert not any(name.startswith(("STL", "LDL")) for name in loop) and len(loop) <= 425, len(loop)
 
 
-@pytest.mark.parametrize("plan", ["pairs", "chunks", "lag"])
+@pytest.mark.parametrize("plan", ["pairs", "chunks", "lag", "table"])
 def test_warp_specialized_tile_on_the_fp8_layout_takes_a_from_shared_memory(tmp_path, plan):
     """On the fp8 layout's bytes a consumer hands each wgmma its A from shared memory: no words loaded, no fold. Its
     loop of a chunk (two K tiles, four with `chunks`) holds the chunk's wgmmas, one FFMA an accumulator element a tile,
@@ -1028,3 +1047,51 @@ def test_extra_rows_join_the_slices_last_tile(recorded_launches):
     assert used(schedule) == sorted([0, 1, 1 << 16 | 1, 2]) and grid == (schedule.numel() * 2,)
     assert (kwargs["BLOCK_M"], kwargs["TAIL_ROWS"], kwargs["NUM_STAGES"]) == (64, 16, 4)
     assert used(schedule16) == sorted([0, 1 << 16, 1, 1 << 16 | 1, 2]) and kwargs16["TAIL_ROWS"] == 0
+
+
+def _racecheck_report():
+    tools = Path(__file__).parents[1] / "tools"
+    spec = importlib.util.spec_from_file_location("racecheck_report", tools / "racecheck_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _hazard(kind, first, second):
+    """racecheck's report of one hazard (--racecheck-report hazard): `first` and `second` as (thread, file:line)."""
+    return [
+        f"========= Error: Potential {kind} hazard detected at __shared__ 0x30e58 in block (3,0,0) :\n",
+        f"=========     Write Thread ({first[0]},0,0) at bmm1_sm90_ws_kernel+0xa000 in {first[1]}\n",
+        f"=========     Read Thread ({second[0]},0,0) at bmm1_sm90_ws_kernel+0x100 in {second[1]}\n",
+        "=========     Current Value : 1\n",
+    ]
+
+
+def test_racecheck_report_tells_the_scaffolding_s_hazards_from_the_kernel_s():
+    """tools/racecheck_report.py (sanitize.sh's racecheck): a hazard between Triton's warp-specialization state writes
+    (the warp_specialize call's line, the kernel's def line) and its switch loop's reads (the def line) passes; one
+    with an access on any other line fails, as does a report whose hazards are not all displayed or that has no
+    summary. The lines are found in the kernel's source, not listed."""
+    report = _racecheck_report()
+    source = (Path(__file__).parents[1] / "moe_gather" / "_sm90_ws.py").read_text().splitlines()
+    call = next(i + 1 for i, t in enumerate(source) if t.strip().startswith("gl.warp_specialize("))
+    define = next(i + 1 for i, t in enumerate(source) if t.startswith("def bmm1_sm90_ws_kernel("))
+    assert report._scaffold_lines("_sm90_ws.py") == {call, define}
+    head, case = ["========= COMPUTE-SANITIZER\n"], ["uniform-bs8192: 3937 tokens, N = 128\n"]
+    hazards = _hazard("RAW", (31, f"_sm90_ws.py:{call}"), (288, f"_sm90_ws.py:{define}")) + _hazard(
+        "RAW", (0, f"_sm90_ws.py:{define}"), (128, f"_sm90_ws.py:{define}")
+    )
+
+    def summary(n, shown=None):
+        return [f"========= RACECHECK SUMMARY: {shown or n} hazards displayed ({n} errors, 0 warnings)\n"]
+
+    lines, status = report.report(head + hazards + case + summary(2))
+    assert status == 0 and lines[:3] == [s.rstrip("\n") for s in head + case + summary(2)]
+    assert lines[-1] == "racecheck_report: 2 hazards, 2 of Triton's warp-specialization scaffolding, 0 the kernel's"
+    own = _hazard("WAR", (300, f"_sm90_ws.py:{call + 3}"), (40, f"_sm90_ws.py:{define}"))
+    lines, status = report.report(head + hazards + own + summary(3))
+    assert status == 1 and f"racecheck_report: 1 WAR Write _sm90_ws.py:{call + 3}" in "\n".join(lines)
+    assert lines[-1].endswith("2 of Triton's warp-specialization scaffolding, 1 the kernel's")
+    for whole in (head + hazards + summary(4, 2), head + hazards):  # hazards left undisplayed, no summary at all
+        assert report.report(whole)[1] == 1
+    assert report.report(head + summary(0))[1] == 0

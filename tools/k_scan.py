@@ -36,7 +36,7 @@ def main(ks):
         vendor = VendorWeights(params.weights)
         for name in CASES:
             problem = make_problem(Case.named(model, name), "cuda", params)
-            config = bmm1.select_config(problem.routing.ragged, precision="fast")
+            config = bmm1.select_config(problem.routing.ragged, precision="fast", weights=weights)
             call = lambda problem=problem, weights=weights: bmm1.run_problem(problem, weights)
             times["kernel", name, k] = sustained_seconds(graphed(call)) * 1e6
             times["vendor", name, k] = time_vendor(problem, vendor)

@@ -126,7 +126,8 @@ def gate() -> str:
     lead = (
         "Each log is one run of `pytest suites/test_benchmark.py --gpu hopper ...`: compares of the unchanged kernel "
         "against its baselines, the saves of the decode baselines and of the fast precision's fp8 layout "
-        "(`--precision fast --layout fp8`), and a run with a slower config forced "
+        "(`--precision fast --layout fp8`; `save_fast_fp8_ws.log`: the 42 cases of its warp-specialized block_m 128 "
+        "entry by test id, with `--benchmark-compare` against the files before), and a run with a slower config forced "
         f"(`{slowed} ... --benchmark-compare`) that the gate fails. Time change: the measured median against the "
         "baseline's. How the gate decides: docs/gate.md. This page: `python tools/results.py`."
     )
@@ -139,9 +140,11 @@ SANITIZE = re.compile(r"== (?P<tool>\w+) (?P<case>\S+)(?: N=(?P<n>\d+))?\n(?P<bo
 
 
 def _sanitize_summary(m: re.Match) -> str:
-    """A sanitize.log run's summary line (ERROR or RACECHECK SUMMARY), '-' without one."""
+    """A sanitize.log run's summary line (ERROR or RACECHECK SUMMARY, with tools/racecheck_report.py's verdict where
+    it read the report), '-' without one."""
     summary = re.search(r"(ERROR SUMMARY: .*|RACECHECK SUMMARY: .*)", m["body"])
-    return summary[1] if summary else "-"
+    verdict = re.search(r"racecheck_report: (\d+ hazards, .*)", m["body"])
+    return (summary[1] if summary else "-") + (f"; {verdict[1]}" if verdict else "")
 
 
 def _run_config(m: re.Match) -> str:
@@ -355,6 +358,7 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
 NEWER_SAVES = {
     "0002": "saved when the table's block_m 64 entry took over from 25 rows per slice, four of them with a new config",
     "0003": "saved when calls of up to 4 rows took their K tiles split between programs (DECODE_SPLITS)",
+    "0004": "saved when the fp8 layout's block_m 128 entry became the warp-specialized tile (FP8_WS)",
 }
 
 
@@ -365,8 +369,11 @@ def _newer_saves(saves: dict[Path, list[dict]]) -> str:
     for p, benchmarks in list(saves.items())[1:]:
         if p.name[:4] not in NEWER_SAVES:
             raise ValueError(f"{p}: NEWER_SAVES does not say why it was saved")
+        configs = {b["extra_info"]["config"] for b in benchmarks}
         if all("decode" in b["extra_info"]["case"] for b in benchmarks):
             which = "the decode cases (`-k decode`)"
+        elif len(configs) == 1:  # selected by test id: the cases of one entry
+            which = f"the {len(benchmarks)} cases that run {_short_config(configs.pop())} (by test id)"
         else:
             batches = sorted({b["extra_info"]["batch"] for b in benchmarks})
             which = f"the cases at batch {','.join(map(str, batches))} (`--batch-sizes` those)"
@@ -414,6 +421,15 @@ def _fast_beside_cublas(runs: list[dict]) -> list[str]:
             f"{max(over)}; {sum(o > 0 for o in over)} |"
         )
     return lines
+
+
+def _race_verdict(log: Path) -> str:
+    """tools/racecheck_report.py's verdict line in `log` and its exit status."""
+    text = log.read_text()
+    verdict, status = re.search(r"racecheck_report: (\d+ hazards, .*)", text), re.search(r"exit status (\d+)", text)
+    if not verdict or not status:
+        raise ValueError(f"{log}: no racecheck_report verdict or exit status")
+    return f"{verdict[1]}, exit status {status[1]}"
 
 
 def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
@@ -919,8 +935,12 @@ def fast() -> str:
         "## The fp8 layout",
         "",
         "`prepare_weights(..., precision=\"fast\", layout=\"fp8\")` holds the fold's e4m3 bytes beside the packed "
-        "words; the table's block_m 128 entry (`fp8_layout`) hands them to wgmma from shared memory. Its gate "
-        "baseline's cases that read them (the others run the mxfp4 layout's kernel):",
+        "words; the table's block_m 128 entry hands them to wgmma from shared memory: there it is the "
+        "warp-specialized tile (`FP8_WS`: a producer warpgroup copying each row block's K tile by TMA, two consumers, "
+        "5 stages, one program a multiprocessor), on the packed words the chunks of four K tiles (`FP8_CHUNKS`). "
+        "Below, the sweeps, forms and profiles that name the block_m 128 entry ran `FP8_CHUNKS` reading the fp8 "
+        "layout (each row's config says so). Its gate baseline's cases that read the bytes (the others run the "
+        "mxfp4 layout's kernel):",
         "",
         *fp8_table,
         "",
@@ -1002,6 +1022,30 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_persistent.json"),
         "",
+        "The warp-specialized tile on the fp8 layout (docs/sm90.md), its forms against `FP8_CHUNKS` run first, each "
+        "set run twice in one process, us (`sweep_ws_fp8.json`: `python tools/sweep_sm90.py --precision fast "
+        "--layouts fp8 --cases uniform-bs31744,uniform-bs16384,uniform-bs8192,zipf-bs16384,zipf-bs6144 --configs "
+        '"E;W;W,num_stages=5,persistent=1;W,bulk_weights=1;W,bulk_weights=1,num_stages=5,persistent=1;'
+        'W,bulk_weights=1,lag=1,num_stages=5,persistent=1;E;..." --json ...`, E the fields of `FP8_CHUNKS`, W '
+        "`block_m=128,num_stages=4,num_warps=8,narrow_last_tile=2,warp_specialized=1,fp8_layout=1`):",
+        "",
+        *_config_sweep("sweep_ws_fp8.json"),
+        "",
+        "The table's entry (`FP8_WS`) against `FP8_CHUNKS` and against itself in chunks of four K tiles, on the "
+        "smallest and largest cases it takes under each routing, twice (`sweep_ws_entry.json`: `--cases "
+        'uniform-bs7168,zipf-bs3584,uniform-bs31744,zipf-bs26624 --configs "table;E;W5,overlap_tiles=4;table;..."`, '
+        "W5 the entry's fields):",
+        "",
+        *_config_sweep("sweep_ws_entry.json"),
+        "",
+        "racecheck on it reads the whole report (`tools/racecheck_report.py`, from `tools/sanitize.sh`; "
+        "`fp8_sanitize.log` below): every hazard pairs a write of Triton's warp-specialization state bytes (the "
+        "default partition's, at the `gl.warp_specialize` call or the kernel's def line) with the worker warps' read "
+        "of them in Triton's switch loop (the def line); none touches the kernel's buffers. A kernel with no buffer "
+        "of its own but one mbarrier draws the same reports (`race_scaffold.log`: `compute-sanitizer --tool "
+        "racecheck --racecheck-report hazard --print-limit 0 python3 tools/racecheck_report.py --scaffold 2>&1 | "
+        f"python3 tools/racecheck_report.py`): {_race_verdict(FAST / 'race_scaffold.log')}.",
+        "",
         "gpt-oss-20b in the fp8 layout from 2048 tokens, vendor in the same process (`python -m moe_gather bench "
         "--model gpt-oss-20b --precision fast --layout fp8 --no-peer --batch-sizes 2048,3072,4096,5120,6144,7680 "
         f"--json {_rel(FAST / 'bench_fast_fp8_20b.json')}`), beside the packed words' run of the same cases "
@@ -1018,7 +1062,8 @@ def fast() -> str:
         "`compare_fast_fp8.log`, on the gate page, checks every gate case of the "
         "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
-        "layout (`fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases below):",
+        "layout (`FP8_WS`; `fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases "
+        "below, racecheck's report read whole by `tools/racecheck_report.py`):",
         "",
         *_sanitize_table(FAST / "fp8_sanitize.log"),
         "",

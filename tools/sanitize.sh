@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # compute-sanitizer (memcheck, racecheck, synccheck) on a case of each sm90 table entry, one launch each
-# (tools/sanitize_case.py), summaries into sanitize.log (or $1). The cases: tools/sanitize_cases.txt, or with
+# (tools/sanitize_case.py), summaries into sanitize.log (or $1); racecheck's whole report read by
+# tools/racecheck_report.py (its exit status). The cases: tools/sanitize_cases.txt, or with
 # PRECISION=fast (the fast precision's table) tools/sanitize_cases_fast.txt; SANITIZE_CASES replaces them (lines
 # "tool routing batch [N]").
 set -uo pipefail
@@ -10,9 +11,15 @@ cases=$(dirname "$0")/sanitize_cases.txt
 status=0
 while read -r tool routing batch n; do
   echo "== $tool $routing-bs$batch${n:+ N=$n}" | tee -a "$log"
-  compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py "$routing" "$batch" $n \
-    </dev/null 2>&1 | tail -3 | tee -a "$log"
-  rc=${PIPESTATUS[0]}
+  if [ "$tool" = racecheck ]; then  # every hazard, Triton's warp-specialization scaffolding told from the kernel's
+    compute-sanitizer --tool racecheck --racecheck-report hazard --print-limit 0 python3 tools/sanitize_case.py \
+      "$routing" "$batch" $n </dev/null 2>&1 | python3 "$(dirname "$0")/racecheck_report.py" | tail -12 | tee -a "$log"
+    rc=${PIPESTATUS[1]}
+  else
+    compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py "$routing" "$batch" $n \
+      </dev/null 2>&1 | tail -3 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+  fi
   echo "exit status $rc" | tee -a "$log"
   [ "$rc" = 0 ] || status=1
 done <<<"${SANITIZE_CASES:-$(grep -v '^#' "$cases")}"

@@ -39,7 +39,7 @@ def main(routing: str, batch: int, n: int | None = None):
     weights = bmm1.prepare_weights(
         params.weights, precision=os.environ.get("PRECISION") or None, layout=os.environ.get("LAYOUT") or "mxfp4"
     )
-    config = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
+    config = bmm1.select_config(problem.routing.ragged, precision=weights.precision, weights=weights)
     bmm1.run_problem(problem, weights)
     torch.cuda.synchronize()
     print(f"{routing}-bs{batch}: {problem.tokens} tokens, N = {model.n}, {weights.encoding} weights, {config}")

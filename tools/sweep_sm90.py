@@ -77,8 +77,10 @@ def main():
         ref = reference_for(problem).out
         table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
-        configs = [table_choice if c == "table" else c for c in configs]
         for config, (layout, weights) in ((c, item) for c in configs for item in layouts.items()):
+            # "table": the entry as it runs on this layout (its packed words' config where they lack the fp8 bytes)
+            if config == "table":
+                config = bmm1.select_config(problem.routing.ragged, precision=weights.precision, weights=weights)
 
             def call(config=config, problem=problem, weights=weights):
                 return bmm1.run_problem(problem, weights, config=config)
