@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_sm90 import compile_sm90
+from test_sm90 import compile_sm90, compile_sm90_ws
 
 from moe_gather import _sm90
 
@@ -30,6 +30,16 @@ def test_partial_mutant_truncates_each_partial_before_its_promotion(name, mask):
     # one mask per promotion: as many as the plain kernel has promotions (fma.rn into a tied accumulator)
     assert mutated.lower().count(mask) == len(re.findall(r"fma\.rn\.f32 (%r\d+), %r\d+, %r\d+, \1;", plain))
     assert _ptx() == plain
+
+
+def test_partial_mutant_reaches_the_warp_specialized_tile():
+    """The fast table's fp8-layout entry (_sm90_ws, which binds _sm90's helpers by name): one mask per promotion."""
+    plain = compile_sm90_ws(_sm90.FP8_WS).asm["ptx"]
+    with mutants.applied("partial-11"):
+        mutated = compile_sm90_ws(_sm90.FP8_WS).asm["ptx"]
+    promotions = len(re.findall(r"fma\.rn\.f32 (%r\d+), %r\d+, %r\d+, \1;", plain))
+    assert promotions and mutated.lower().count("0xffffe000") == promotions
+    assert compile_sm90_ws(_sm90.FP8_WS).asm["ptx"] == plain
 
 
 def test_epilogue_mutant_scales_both_approximations():

@@ -26,7 +26,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.runtime.jit import JITFunction
 
-from moe_gather import _epilogue, _sm90
+from moe_gather import _epilogue, _sm90, _sm90_decode, _sm90_ws
 
 _promote = _sm90._promote
 _approx = _epilogue._approx
@@ -45,10 +45,14 @@ def _skewed_approx(instruction: gl.constexpr, v):
     return _approx(instruction, v) * _FACTOR
 
 
+# The kernels' modules: each binds _sm90's helpers by name, so a mutant replaces the name in every one.
+KERNEL_MODULES = (_sm90, _sm90_ws, _sm90_decode)
+
+
 def _forget_compiled_hashes():
     """Triton keeps each jitted function's source hash and the globals it saw once computed; the kernel's must see the
     swapped helper and its constants."""
-    for namespace in (vars(_sm90), vars(_epilogue), globals()):
+    for namespace in (*(vars(m) for m in KERNEL_MODULES), vars(_epilogue), globals()):
         for value in namespace.values():
             if isinstance(value, JITFunction):
                 value.hash, value.used_global_vals = None, {}
@@ -60,19 +64,21 @@ def applied(name: str):
     if (m := re.fullmatch(r"partial-(\d+)", name)) and 1 <= int(m[1]) <= 24:
         mask = (0xFFFFFFFF << (24 - int(m[1]))) & 0xFFFFFFFF  # sign, exponent and BITS - 1 stored mantissa bits
         globals()["_PARTIAL_ASM"] = gl.constexpr(f"and.b32 $0, $1, {mask:#x};")
-        module, attr, replacement = _sm90, "_promote", _truncating_promote
+        modules, attr, replacement = KERNEL_MODULES, "_promote", _truncating_promote
     elif m := re.fullmatch(r"epilogue-(\d+)", name):
         globals()["_FACTOR"] = gl.constexpr(1.0 + 2.0 ** -int(m[1]))
-        module, attr, replacement = _epilogue, "_approx", _skewed_approx
+        modules, attr, replacement = (_epilogue,), "_approx", _skewed_approx
     else:
         raise ValueError(f"unknown mutant {name!r}: partial-BITS or epilogue-EXP")
-    original = getattr(module, attr)
-    setattr(module, attr, replacement)
+    originals = [(module, getattr(module, attr)) for module in modules]
+    for module, _ in originals:
+        setattr(module, attr, replacement)
     _forget_compiled_hashes()
     try:
         yield
     finally:
-        setattr(module, attr, original)
+        for module, original in originals:
+            setattr(module, attr, original)
         _forget_compiled_hashes()
 
 
@@ -99,6 +105,8 @@ def report(paths: list[str], page: str = "PAGE") -> str:
         given = [b for a, b in itertools.pairwise(words) if a == "--precision"]
         given += [a.split("=", 1)[1] for a in words if a.startswith("--precision=")]
         precision = given[-1] if given and given[-1] != "default" else "accurate"  # the default precision
+        layouts = [b for a, b in itertools.pairwise(words) if a == "--layout"]
+        precision += f", {layouts[-1]} layout" if layouts and layouts[-1] != "mxfp4" else ""
         for params in ("seed", "real"):
             records = [
                 r

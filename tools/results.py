@@ -1159,13 +1159,20 @@ def fast() -> str:
     ]) + "\n"  # fmt: skip
 
 
+def _mutant_order(path: Path) -> tuple:
+    """partial-11.., epilogue-9.., then the fast precision's (fast-*), then its fp8 layout's (fp8-*)."""
+    prefix = path.stem.split("-")[0]
+    return (("fast", "fp8").index(prefix) + 1 if prefix in ("fast", "fp8") else 0, "epilogue-" in path.stem,
+            int(path.stem.rsplit("-", 1)[1]))  # fmt: skip
+
+
 def pages() -> dict[Path, str]:
     data = accuracy._merged([str(p) for p in sorted(H200.glob("accuracy_*.json.gz"))])
     json_paths = " ".join(_rel(p) for p in sorted(H200.glob("accuracy_*.json.gz")))
     runs = sorted(
         (H200 / "mutants").glob("*.json"),
-        key=lambda p: (p.stem.startswith("fast-"), "epilogue-" in p.stem, int(p.stem.rsplit("-", 1)[1])),
-    )  # partial-11.., epilogue-9.., then fast-partial-11.., fast-epilogue-9..
+        key=_mutant_order,
+    )
     return {
         H200 / "speed.md": speed(),
         H200 / "accuracy.md": accuracy.markdown(data, json_paths, _rel(H200 / "accuracy.md")),
