@@ -1135,7 +1135,10 @@ def _bulk_descriptor(folded: torch.Tensor) -> TensorDescriptor:
 
 
 def runs_as(config: Sm90Config, w: Sm90Weights) -> Sm90Config:
-    """What `config` runs on weights `w`: packed_words_config's where they lack the fp8 layout's bytes."""
+    """What `config` runs on weights `w`: the fp16 path's (f16_config) where they hold wide block-scale spreads,
+    packed_words_config's where they lack the fp8 layout's bytes."""
+    if w.f16:
+        return f16_config(config)
     return config if config.fp8_layout and w.folded is not None else packed_words_config(config)
 
 
@@ -1146,8 +1149,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         raise ValueError(f"config: the fast precision runs one partial per K tile, got two_partials in {config}")
     if config.warp_specialized and not w.fast:
         raise ValueError(f"config: warp_specialized runs the fast precision only, got {w.precision} weights")
-    if w.f16:
-        config = f16_config(config)
+    config = runs_as(config, w)
     if w.n % config.block_n:
         raise ValueError(f"weights: N = {w.n} must be a multiple of {config.block_n}")
     if config.decode_rows:
@@ -1155,7 +1157,6 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
 
         return launch_decode(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
     # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
-    config = runs_as(config, w)
     folded = config.fp8_layout and w.folded is not None
     if folded and config.persistent_fp8:  # the fp8 layout's bytes (packed_words_config drops it)
         from ._sm90_persistent import launch_persistent  # it builds on this module

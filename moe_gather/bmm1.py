@@ -52,7 +52,7 @@ def _kernel(capability: tuple[int, int], where: str = ""):
 def select_config(ragged, capability: tuple[int, int] | None = None, precision: str = "accurate", weights=None):
     """The kernel config the call would choose for `ragged` (RaggedMetadata) on `capability` (default: the current
     GPU) at `precision` (the weights' Sm90Weights.precision), for reports; with `weights`, as it runs on them (sm90:
-    the packed words' config where they lack the fp8 layout's bytes)."""
+    runs_as, the fp16 path's or the packed words' config where the weights need it)."""
     kernel = _kernel(capability or _capability(torch.device("cuda")))
     config = kernel.select_config(ragged, precision)
     return kernel.runs_as(config, weights) if weights is not None and hasattr(kernel, "runs_as") else config

@@ -1,5 +1,5 @@
-"""Launch plans of the sm90 kernels that no table entry runs, shared by the CPU compile tests (suites/test_sm90.py)
-and the GPU tests (suites/test_kernel_edges.py)."""
+"""Launch plans of the sm90 kernels beside the tables' entries (and the entries they are built on), shared by the CPU
+compile tests (suites/test_sm90.py) and the GPU tests (suites/test_kernel_edges.py)."""
 
 from dataclasses import replace
 

@@ -426,7 +426,8 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
 
 
 # The fast precision's fp8 layout read by each entry of its table, its K tiles in pairs, and split between programs;
-# the block_m 128 entry with its weight tiles by TMA (bulk_weights) and with each stage its own allocation.
+# the chunks of four (the block_m 128 entry on the packed words) with its weight tiles by TMA (bulk_weights) and with
+# each stage its own allocation.
 FP8_LAYOUT_PLANS = [
     *(dataclasses.replace(c, fp8_layout=True)
       for c in (*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])),
@@ -459,8 +460,9 @@ def test_layout_fp8_gives_the_packed_words_bytes(params, sm90, config, k):
 @pytest.mark.parametrize("config", WS_FP8_PLANS.values(), ids=WS_FP8_PLANS)
 def test_warp_specialized_on_the_fp8_layout(params, sm90, fp8_layout, config):
     """The warp-specialized tile reading the fp8 layout's bytes: K under a tile, an odd count of whole tiles and
-    gpt-oss's, and the every-width slices at gpt-oss-120b's K and N; byte for byte the packed words' through the same
-    config and the table's block_m 128 entry's (the same values chained and promoted in the same order)."""
+    gpt-oss's, and the every-width slices at gpt-oss-120b's K and N; byte for byte the packed words' (as the launcher
+    runs the config there) and the chunks of four's on the same bytes (the same values chained and promoted in the
+    same order)."""
     problems = [_k_problem(k, "fast", "fp8") for k in (96, 384, 2880)]
     for problem, weights in [*problems, (_every_width_problem(params), fp8_layout)]:
         out = _both_layouts(problem, weights, config, f"K = {problem.x.shape[1]}, warp-specialized on the fp8 layout")
@@ -478,8 +480,8 @@ def fp8_layout(params):
     "config", [*FP8_LAYOUT_PLANS[: len(_sm90.FAST_CONFIGS)], BULK_PLAN, SLOTS_PLAN, WIDE_PLAN], ids=str
 )
 def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, config):
-    """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout, and the block_m
-    128 entry's weight tiles by TMA, its stages in allocations of their own, and its tiles widened by 64 tail rows."""
+    """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout, and the chunks
+    of four's weight tiles by TMA, its stages in allocations of their own, and its tiles widened by 64 tail rows."""
     problem = _every_width_problem(params)
     _both_layouts(problem, fp8_layout, config, "tile widths, layout fp8")
 

@@ -614,10 +614,10 @@ def test_fast_pairs_on_six_stages_load_an_odd_count_ahead_for_one_barrier_a_tile
 
 
 def test_fast_chunks_of_four_tiles_keep_three_of_four_waits_overlapped(tmp_path):
-    """overlap_tiles=4 (the table's block_m 128 entry): K tiles in chunks of four, each tile's wgmmas in flight while
-    the one before is promoted; drained once a chunk (ptxas serializes every wgmma when one is carried across the
-    loop's back edge, so the chunk, not the loop, is the unit). 806 SASS per four tiles as compiled; 4 of its
-    instructions spill."""
+    """overlap_tiles=4 (the table's block_m 128 entry on the packed words): K tiles in chunks of four, each tile's
+    wgmmas in flight while the one before is promoted; drained once a chunk (ptxas serializes every wgmma when one is
+    carried across the loop's back edge, so the chunk, not the loop, is the unit). 806 SASS per four tiles as
+    compiled; 4 of its instructions spill."""
     config = _sm90.Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4)
     instructions = main_loop_sass(compile_sm90(config, fast=True).asm["cubin"], tmp_path, operands=True,
                                   wgmma=_wgmma(128))  # fmt: skip

@@ -26,7 +26,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.runtime.jit import JITFunction
 
-from moe_gather import _epilogue, _sm90, _sm90_decode, _sm90_ws
+from moe_gather import _epilogue, _sm90, _sm90_decode, _sm90_persistent, _sm90_ws
 
 _promote = _sm90._promote
 _approx = _epilogue._approx
@@ -45,8 +45,9 @@ def _skewed_approx(instruction: gl.constexpr, v):
     return _approx(instruction, v) * _FACTOR
 
 
-# The kernels' modules: each binds _sm90's helpers by name, so a mutant replaces the name in every one.
-KERNEL_MODULES = (_sm90, _sm90_ws, _sm90_decode)
+# The kernels' modules: a mutant replaces a helper's name in every one that binds it (and each one's compiled hashes
+# are forgotten: _sm90_persistent calls the helpers through _sm90's).
+KERNEL_MODULES = (_sm90, _sm90_ws, _sm90_decode, _sm90_persistent)
 
 
 def _forget_compiled_hashes():
@@ -70,7 +71,7 @@ def applied(name: str):
         modules, attr, replacement = (_epilogue,), "_approx", _skewed_approx
     else:
         raise ValueError(f"unknown mutant {name!r}: partial-BITS or epilogue-EXP")
-    originals = [(module, getattr(module, attr)) for module in modules]
+    originals = [(module, getattr(module, attr)) for module in modules if hasattr(module, attr)]
     for module, _ in originals:
         setattr(module, attr, replacement)
     _forget_compiled_hashes()
@@ -106,6 +107,7 @@ def report(paths: list[str], page: str = "PAGE") -> str:
         given += [a.split("=", 1)[1] for a in words if a.startswith("--precision=")]
         precision = given[-1] if given and given[-1] != "default" else "accurate"  # the default precision
         layouts = [b for a, b in itertools.pairwise(words) if a == "--layout"]
+        layouts += [a.split("=", 1)[1] for a in words if a.startswith("--layout=")]
         precision += f", {layouts[-1]} layout" if layouts and layouts[-1] != "mxfp4" else ""
         for params in ("seed", "real"):
             records = [

@@ -197,7 +197,8 @@ def _sanitize_table(*logs: Path) -> list[str]:
         "| tool | case | N | config | summary | exit |",
         "|---|---|---:|---|---|---:|",
         *(
-            f"| {m['tool']} | {m['case']} | {m['n'] or 5760} | {_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
+            f"| {m['tool']} | {m['case']} | {m['n'] or ('-' if m['case'].startswith('scaffold') else 5760)} | "
+            f"{_run_config(m)} | {_sanitize_summary(m)} | {m['rc']} |"
             for log in logs
             for m in _sanitize_runs(log)
         ),
@@ -358,7 +359,11 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
 NEWER_SAVES = {
     "0002": "saved when the table's block_m 64 entry took over from 25 rows per slice, four of them with a new config",
     "0003": "saved when calls of up to 4 rows took their K tiles split between programs (DECODE_SPLITS)",
-    "0004": "saved when the fp8 layout's block_m 128 entry became the warp-specialized tile (FP8_WS)",
+    # (why, which cases) where a save selected its cases otherwise than by batch size or `-k decode`
+    "0004": (
+        "saved when the fp8 layout's block_m 128 entry became the warp-specialized tile (FP8_WS)",
+        "the {n} cases of that entry (by test id: `suites/test_benchmark.py::test_throughput[CASE]`)",
+    ),
 }
 
 
@@ -369,15 +374,15 @@ def _newer_saves(saves: dict[Path, list[dict]]) -> str:
     for p, benchmarks in list(saves.items())[1:]:
         if p.name[:4] not in NEWER_SAVES:
             raise ValueError(f"{p}: NEWER_SAVES does not say why it was saved")
-        configs = {b["extra_info"]["config"] for b in benchmarks}
-        if all("decode" in b["extra_info"]["case"] for b in benchmarks):
+        why = NEWER_SAVES[p.name[:4]]
+        if isinstance(why, tuple):
+            why, which = why[0], why[1].format(n=len(benchmarks))
+        elif all("decode" in b["extra_info"]["case"] for b in benchmarks):
             which = "the decode cases (`-k decode`)"
-        elif len(configs) == 1:  # selected by test id: the cases of one entry
-            which = f"the {len(benchmarks)} cases that run {_short_config(configs.pop())} (by test id)"
         else:
             batches = sorted({b["extra_info"]["batch"] for b in benchmarks})
             which = f"the cases at batch {','.join(map(str, batches))} (`--batch-sizes` those)"
-        later.append(f"`{p.name}` {which}, {NEWER_SAVES[p.name[:4]]}")
+        later.append(f"`{p.name}` {which}, {why}")
     return "".join(f"; {text}" for text in later)
 
 
@@ -421,15 +426,6 @@ def _fast_beside_cublas(runs: list[dict]) -> list[str]:
             f"{max(over)}; {sum(o > 0 for o in over)} |"
         )
     return lines
-
-
-def _race_verdict(log: Path) -> str:
-    """tools/racecheck_report.py's verdict line in `log` and its exit status."""
-    text = log.read_text()
-    verdict, status = re.search(r"racecheck_report: (\d+ hazards, .*)", text), re.search(r"exit status (\d+)", text)
-    if not verdict or not status:
-        raise ValueError(f"{log}: no racecheck_report verdict or exit status")
-    return f"{verdict[1]}, exit status {status[1]}"
 
 
 def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
@@ -572,7 +568,7 @@ SPLITS_LINE = re.compile(
 DURATION = re.compile(r"Duration\s+us\s+([\d.]+)")
 
 
-PROFILED = (("uniform-bs16384", "fp8", "the block_m 128 entry on the fp8 layout"),
+PROFILED = (("uniform-bs16384", "fp8", "the chunks of four (`FP8_CHUNKS`) on the fp8 layout"),
             ("uniform-bs3072", "mxfp4", "the block_m 64 entry"), ("zipf-bs8192", "mxfp4", "the block_m 64 entry"),
             ("uniform-bs32", "mxfp4", "the first entry"))  # fmt: skip
 SOL = {"us under ncu": DURATION.pattern, "SM GHz": r"SM Frequency\s+Ghz\s+([\d.]+)",
@@ -687,7 +683,8 @@ def _bounds() -> list[str]:
         for c, lay, label in PROFILED
     ]
     return [
-        "One launch of the fast table's choice under Nsight Compute (`ncu --clock-control none --set full "
+        "One launch of each case's config (the fast table's choice; on the fp8 layout `FP8_CHUNKS`, the chunks of "
+        "four, the warp-specialized entry not profiled) under Nsight Compute (`ncu --clock-control none --set full "
         "--kernel-name regex:bmm1 --launch-count 1 python3 tools/sanitize_case.py uniform B`, `PRECISION=fast "
         "LAYOUT=L`: `ncu_full_*.txt`):",
         "",
@@ -1041,10 +1038,12 @@ def fast() -> str:
         "racecheck on it reads the whole report (`tools/racecheck_report.py`, from `tools/sanitize.sh`; "
         "`fp8_sanitize.log` below): every hazard pairs a write of Triton's warp-specialization state bytes (the "
         "default partition's, at the `gl.warp_specialize` call or the kernel's def line) with the worker warps' read "
-        "of them in Triton's switch loop (the def line); none touches the kernel's buffers. A kernel with no buffer "
-        "of its own but one mbarrier draws the same reports (`race_scaffold.log`: `compute-sanitizer --tool "
-        "racecheck --racecheck-report hazard --print-limit 0 python3 tools/racecheck_report.py --scaffold 2>&1 | "
-        f"python3 tools/racecheck_report.py`): {_race_verdict(FAST / 'race_scaffold.log')}.",
+        "of them in Triton's switch loop (the def line); none touches the kernel's buffers. A kernel with no buffer of "
+        "its own draws such reports once it uses an mbarrier (`race_scaffold.log`: `compute-sanitizer --tool "
+        "racecheck --racecheck-report hazard --print-limit 0 python3 tools/racecheck_report.py --scaffold FORM 2>&1 | "
+        "python3 tools/racecheck_report.py`, FORM plain, barriers, mbarrier):",
+        "",
+        *_sanitize_table(FAST / "race_scaffold.log"),
         "",
         "gpt-oss-20b in the fp8 layout from 2048 tokens, vendor in the same process (`python -m moe_gather bench "
         "--model gpt-oss-20b --precision fast --layout fp8 --no-peer --batch-sizes 2048,3072,4096,5120,6144,7680 "

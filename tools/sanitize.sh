@@ -13,8 +13,9 @@ while read -r tool routing batch n; do
   echo "== $tool $routing-bs$batch${n:+ N=$n}" | tee -a "$log"
   if [ "$tool" = racecheck ]; then  # every hazard, Triton's warp-specialization scaffolding told from the kernel's
     compute-sanitizer --tool racecheck --racecheck-report hazard --print-limit 0 python3 tools/sanitize_case.py \
-      "$routing" "$batch" $n </dev/null 2>&1 | python3 "$(dirname "$0")/racecheck_report.py" | tail -12 | tee -a "$log"
-    rc=${PIPESTATUS[1]}
+      "$routing" "$batch" $n </dev/null 2>&1 | python3 "$(dirname "$0")/racecheck_report.py" | tee -a "$log"
+    statuses=("${PIPESTATUS[@]}")  # the case's own (compute-sanitizer passes it on), the report's
+    rc=$((statuses[0] || statuses[1]))
   else
     compute-sanitizer --tool "$tool" --error-exitcode 9 python3 tools/sanitize_case.py "$routing" "$batch" $n \
       </dev/null 2>&1 | tail -3 | tee -a "$log"

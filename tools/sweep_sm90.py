@@ -17,7 +17,7 @@ from dataclasses import asdict, replace
 import torch
 
 from moe_gather import bmm1
-from moe_gather._sm90 import Sm90Config
+from moe_gather._sm90 import Sm90Config, runs_as
 from moe_gather._table import parse_fields
 from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem, reference_for
@@ -78,9 +78,9 @@ def main():
         table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
         for config, (layout, weights) in ((c, item) for c in configs for item in layouts.items()):
-            # "table": the entry as it runs on this layout (its packed words' config where they lack the fp8 bytes)
-            if config == "table":
-                config = bmm1.select_config(problem.routing.ragged, precision=weights.precision, weights=weights)
+            # each config as it runs on this layout: "table" the case's entry, on weights without the fp8 layout's
+            # bytes the packed words' config (runs_as); the row records that config
+            config = runs_as(table_choice if config == "table" else config, weights)
 
             def call(config=config, problem=problem, weights=weights):
                 return bmm1.run_problem(problem, weights, config=config)
