@@ -361,8 +361,9 @@ NEWER_SAVES = {
     "0003": "saved when calls of up to 4 rows took their K tiles split between programs (DECODE_SPLITS)",
     # (why, which cases) where a save selected its cases otherwise than by batch size or `-k decode`
     "0004": (
-        "saved when the fp8 layout's block_m 128 entry became the warp-specialized tile (FP8_WS)",
-        "the {n} cases of that entry (by test id: `suites/test_benchmark.py::test_throughput[CASE]`)",
+        "saved when that entry became the warp-specialized tile (FP8_WS)",
+        "the {n} cases of the fp8 layout's block_m 128 entry (by test id: "
+        "`suites/test_benchmark.py::test_throughput[CASE]`)",
     ),
 }
 
