@@ -44,6 +44,7 @@ from ._sm90_config import (
     DEFAULT_PRECISION,
     F16_MAX_BLOCK_M,
     FAST_CONFIGS,
+    FAST_FP8_CONFIGS,
     FORCE_ENV,
     FP8_CHUNKS,
     FP8_WS,
@@ -53,6 +54,7 @@ from ._sm90_config import (
     f16_config,
     packed_words_config,
     select_config,
+    table,
 )
 from ._sm90_layout import (
     E4M3_OF_E2M1_HI,
@@ -76,11 +78,12 @@ from ._sm90_layout import (
 from .mxfp4 import MX_BLOCK
 
 __all__ = [
-    "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_TABLE_HI", "FAST_TABLE_LO",
-    "FAST_WINDOW", "FORCE_ENV", "FP8_CHUNKS", "FP8_WS", "LAYOUTS", "PRECISIONS", "TABLES",
+    "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_FP8_CONFIGS",
+    "FAST_TABLE_HI", "FAST_TABLE_LO", "FAST_WINDOW", "FORCE_ENV", "FP8_CHUNKS", "FP8_WS", "LAYOUTS", "PRECISIONS",
+    "TABLES",
     "FoldError", "Sm90Config", "Sm90Weights", "decode_configs", "emulate_dequant", "f16_config", "launch",
     "layout_refusal", "packed_words_config", "prepare_for", "prepare_weights", "row_major_words", "runs_as",
-    "select_config",
+    "select_config", "table",
 ]  # fmt: skip
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)
@@ -1144,7 +1147,7 @@ def runs_as(config: Sm90Config, w: Sm90Weights) -> Sm90Config:
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
     """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
-    config = config or select_config(ragged, w.precision)
+    config = config or select_config(ragged, w.precision, w.layout)
     if w.fast and config.two_partials:
         raise ValueError(f"config: the fast precision runs one partial per K tile, got two_partials in {config}")
     if config.warp_specialized and not w.fast:

@@ -197,12 +197,12 @@ CONFIGS = (
 )
 
 
-# The fast table's block_m 128 entry on the packed words: K tiles in chunks of four (on the fp8 layout's bytes too,
-# forced, and persistent there: _sm90_persistent).
+# The fast table's block_m 128 entry: K tiles in chunks of four (reading the fp8 layout's bytes where the weights hold
+# them and a config asks; persistent there: _sm90_persistent).
 FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4, fp8_layout=True)
 
-# Its entry on the fp8 layout: the warp-specialized tile (_sm90_ws), its producer copying each row block's K tile by
-# TMA, 5 stages, one program a multiprocessor. On the packed words it runs FP8_CHUNKS (packed_words_config).
+# The fast fp8 table's: the warp-specialized tile (_sm90_ws), its producer copying each row block's K tile by TMA,
+# 5 stages, one program a multiprocessor.
 FP8_WS = Sm90Config(
     128, 5, 8, narrow_last_tile=2, warp_specialized=True, persistent=True, fp8_layout=True, bulk_weights=True
 )
@@ -214,10 +214,20 @@ FP8_WS = Sm90Config(
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
-    (1 << 30, FP8_WS),
+    (1 << 30, FP8_CHUNKS),
 )
 
-TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS}  # each precision's table
+# The fast precision's table where the weights hold the fp8 layout's bytes: its block_m 128 entry the warp-specialized
+# tile (0.85x-0.94x FP8_CHUNKS's time there; on the packed words the tile takes 1.00x-1.16x theirs: docs/sm90.md).
+FAST_FP8_CONFIGS = (*FAST_CONFIGS[:-1], (1 << 30, FP8_WS))
+
+TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS, "fast+fp8": FAST_FP8_CONFIGS}  # keyed as Sm90Weights.encoding
+
+
+def table(precision: str, layout: str = "mxfp4"):
+    """The table a call at `precision` on weights in `layout` chooses from: the fast fp8 one where both ask for it."""
+    return TABLES["fast+fp8" if (precision, layout) == ("fast", "fp8") else precision]
+
 
 # "fast" becomes the default once it is measured within the numerics budget on every case of both models and faster
 # on each (docs/numerics.md, docs/sm90.md); until then it is asked for by name.
@@ -234,12 +244,13 @@ FORCE_ENV = "MOE_GATHER_SM90_FORCE"  # e.g. "block_m=16,num_warps=8": overrides 
 DECODE_SPLITS = {"accurate": ((2, 3), (4, 2)), "fast": ((4, 2),)}
 
 
-def select_config(ragged, precision: str = "accurate") -> Sm90Config:
-    """The table's config for the rows per local slice of this call (RaggedMetadata.local_slice_size) at `precision`
-    ("accurate" or "fast"), its K tiles split where the call has decode's few rows (DECODE_SPLITS)."""
+def select_config(ragged, precision: str = "accurate", layout: str = "mxfp4") -> Sm90Config:
+    """The table's config (table(precision, layout)) for the rows per local slice of this call
+    (RaggedMetadata.local_slice_size), its K tiles split where the call has decode's few rows (DECODE_SPLITS)."""
     splits = next((s for rows, s in DECODE_SPLITS[precision] if 0 < ragged.tokens <= rows), 1)
     fields = {"k_splits": splits} if splits > 1 else {}
-    return choose(TABLES[precision], ragged.local_slice_size, FORCE_ENV, f"sm90 {precision}", **fields)
+    where = f"sm90 {precision}" + (" fp8" if layout == "fp8" else "")
+    return choose(table(precision, layout), ragged.local_slice_size, FORCE_ENV, where, **fields)
 
 
 def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
@@ -250,10 +261,7 @@ def decode_configs(precision: str) -> tuple[Sm90Config, ...]:
 
 def packed_words_config(config: Sm90Config) -> Sm90Config:
     """What `config` runs on weights without the fp8 layout's bytes (the packed words): wide tiles without their tail
-    rows, the persistent fp8 tile one tile a program, the fast table's warp-specialized entry the chunks of four (the
-    tile took 1.00x-1.16x their time there: docs/sm90-tried.md), the plain entry."""
-    if config == FP8_WS:
-        return FP8_CHUNKS
+    rows, the persistent fp8 tile one tile a program, the warp-specialized tile on the words, the plain entry."""
     if config.persistent_fp8:
         return replace(config, persistent=False)
     if config.warp_specialized and config.fp8_layout:  # its producer's registers go back to the consumers' fold

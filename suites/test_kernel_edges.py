@@ -69,7 +69,7 @@ def pytest_generate_tests(metafunc):
 
 
 def _entry(weights, i):
-    return _sm90.TABLES[weights.precision][i][1]
+    return _sm90.table(weights.precision, weights.layout)[i][1]
 
 
 def _check(problem, weights, description, tolerance=None, config=None, out=None):
@@ -425,12 +425,13 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
-# The fast precision's fp8 layout read by each entry of its table, its K tiles in pairs, and split between programs;
-# the chunks of four (the block_m 128 entry on the packed words) with its weight tiles by TMA (bulk_weights) and with
-# each stage its own allocation.
+# The fast precision's fp8 layout read by each entry of its tables (the packed words' and the fp8 one's), its K tiles
+# in pairs, and split between programs; the chunks of four with its weight tiles by TMA (bulk_weights) and with each
+# stage its own allocation.
+FP8_TABLE_ENTRIES = [*(dataclasses.replace(c, fp8_layout=True) for _, c in _sm90.FAST_CONFIGS), _sm90.FP8_WS]
 FP8_LAYOUT_PLANS = [
-    *(dataclasses.replace(c, fp8_layout=True)
-      for c in (*(c for _, c in _sm90.FAST_CONFIGS), FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])),
+    *FP8_TABLE_ENTRIES,
+    *(dataclasses.replace(c, fp8_layout=True) for c in (FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])),
     BULK_PLAN,
     SLOTS_PLAN,
     WIDE_PLAN,
@@ -476,9 +477,7 @@ def fp8_layout(params):
     return bmm1.prepare_weights(params.weights, precision="fast", layout="fp8")
 
 
-@pytest.mark.parametrize(
-    "config", [*FP8_LAYOUT_PLANS[: len(_sm90.FAST_CONFIGS)], BULK_PLAN, SLOTS_PLAN, WIDE_PLAN], ids=str
-)
+@pytest.mark.parametrize("config", [*FP8_TABLE_ENTRIES, BULK_PLAN, SLOTS_PLAN, WIDE_PLAN], ids=str)
 def test_layout_fp8_through_every_tile_width(params, sm90, fp8_layout, config):
     """The every-width slices at gpt-oss-120b's K and N through each fast entry reading the fp8 layout, and the chunks
     of four's weight tiles by TMA, its stages in allocations of their own, and its tiles widened by 64 tail rows."""

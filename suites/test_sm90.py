@@ -148,22 +148,27 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     assert [c.fp8_layout for _, c in _sm90.FAST_CONFIGS] == [c.block_m == 128 for _, c in _sm90.FAST_CONFIGS]
     assert not any(c.fp8_layout for _, c in _sm90.CONFIGS)
     launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 1)
-    _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, launches=launches)  # the fp8 layout's block_m 128
+    _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, launches=launches)  # the fp8 table's block_m 128
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     mxfp4 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast")
-    for weights in (fp8, mxfp4):
-        for _, config in _sm90.FAST_CONFIGS:
-            _launch(weights, [900, 700], config)
-    for (_, words, kwargs), (weights, (_, config)) in zip(
-        launches, [(w, c) for w in (fp8, mxfp4) for c in _sm90.FAST_CONFIGS], strict=True
-    ):
+    runs = [(weights, config) for weights in (fp8, mxfp4) for _, config in _sm90.table("fast", weights.layout)]
+    assert [c for _, c in runs] == [*(c for _, c in _sm90.FAST_FP8_CONFIGS), *(c for _, c in _sm90.FAST_CONFIGS)]
+    for weights, config in runs:
+        _launch(weights, [900, 700], config)
+    for (_, words, kwargs), (weights, config) in zip(launches, runs, strict=True):
         if config.fp8_layout and weights is fp8:
             assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.folded)
         else:
             assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
-        # the warp-specialized entry on the fp8 layout's bytes; its packed words run the chunks of four
-        assert ("PRODUCER_REGS" in kwargs) == (config.warp_specialized and weights is fp8)
-    assert _sm90.runs_as(_sm90.FP8_WS, mxfp4) == _sm90.FP8_CHUNKS and _sm90.runs_as(_sm90.FP8_WS, fp8) == _sm90.FP8_WS
+        assert ("PRODUCER_REGS" in kwargs) == config.warp_specialized  # the fp8 table's block_m 128 entry
+    # the fp8 layout's table differs in its block_m 128 entry only; a call takes its weights' table
+    assert _sm90.FAST_FP8_CONFIGS[:-1] == _sm90.FAST_CONFIGS[:-1]
+    assert (_sm90.FAST_FP8_CONFIGS[-1][1], _sm90.FAST_CONFIGS[-1][1]) == (_sm90.FP8_WS, _sm90.FP8_CHUNKS)
+    large = make_ragged_metadata(torch.tensor([900, 700], dtype=torch.int32), 1600, 4)
+    assert [bmm1.select_config(large, (9, 0), "fast", weights) for weights in (fp8, mxfp4)] == [
+        _sm90.FP8_WS,
+        _sm90.FP8_CHUNKS,
+    ]
 
 
 def test_wide_tiles_take_block_m_plus_tail_rows_a_tile_on_the_fp8_layout_only(monkeypatch):
@@ -480,13 +485,13 @@ def _launches():
     fp8 = [(c, tile, path) for c in configs for tile in range(len(c.tiles)) for path in ("fp8", "zero-scale")]
     f16 = {_sm90.f16_config(c) for c in configs}
     fast = [(c, 0, "fast") for c in (*_fast_entries(), *_sm90.decode_configs("fast"))]
-    ws = [(c, 0, "ws") for _, c in _sm90.FAST_CONFIGS if c.warp_specialized]  # on the fp8 layout (_sm90_ws)
+    ws = [(c, 0, "ws") for _, c in _sm90.FAST_FP8_CONFIGS if c.warp_specialized]  # the fp8 table's (_sm90_ws)
     return fp8 + [(c, 0, "f16") for c in sorted(f16, key=str)] + fast + ws
 
 
 def _fast_entries():
-    """The fast table's entries as the table kernel runs them (the warp-specialized one: its packed words' config)."""
-    return list(dict.fromkeys(_sm90.packed_words_config(c) for _, c in _sm90.FAST_CONFIGS))
+    """The fast tables' entries that the table kernel runs (the fp8 table's block_m 128 one: _sm90_ws)."""
+    return [c for _, c in _sm90.FAST_CONFIGS]
 
 
 # Spill bytes a launch may have: none, but the fast block_m 128 entry (chunks of four K tiles, three accumulators of 64
@@ -679,11 +684,14 @@ def _launch(w, sizes, config):
 
 
 @pytest.mark.parametrize(
-    ("cases", "precision"), [("sanitize_cases.txt", "accurate"), ("sanitize_cases_fast.txt", "fast")]
-)
-def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision):
+    ("cases", "precision", "layout"),
+    [("sanitize_cases.txt", "accurate", "mxfp4"), ("sanitize_cases_fast.txt", "fast", "mxfp4"),
+     ("sanitize_cases_fast_fp8.txt", "fast", "fp8")],
+)  # fmt: skip
+def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision, layout):
     """tools/sanitize.sh's cases (each drawn on its own model: a narrowed N draws another routing) give each tool a
-    case on every config a call at the precision can run: each entry of its table, and each decode config."""
+    case on every config a call at the precision can run: each entry of its table, and each decode config; the fp8
+    layout's cases, each entry its table does not share with the packed words'."""
     from moe_gather.problem import Case, local_shard, make_logits
     from moe_gather.routing import route
 
@@ -697,8 +705,10 @@ def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision):
         case = Case(model, routing, batch)
         logits = make_logits(routing, case.batch, model.num_experts, model.top_k, case.routing_seed)
         ragged = route(logits, model.top_k, model.num_shards, local_shard(model)).ragged
-        chosen.setdefault(tool, set()).add(_sm90.select_config(ragged, precision))
-    every = {c for _, c in _sm90.TABLES[precision]} | set(_sm90.decode_configs(precision))
+        chosen.setdefault(tool, set()).add(_sm90.select_config(ragged, precision, layout))
+    every = {c for _, c in _sm90.table(precision, layout)} | set(_sm90.decode_configs(precision))
+    if layout == "fp8":
+        every -= {c for _, c in _sm90.table(precision)} | set(_sm90.decode_configs(precision))
     assert chosen == {tool: every for tool in ("memcheck", "racecheck", "synccheck")}
 
 

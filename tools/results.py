@@ -1062,8 +1062,9 @@ def fast() -> str:
         "`compare_fast_fp8.log`, on the gate page, checks every gate case of the "
         "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
-        "layout (`FP8_WS`; `fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh` with the cases "
-        "below, racecheck's report read whole by `tools/racecheck_report.py`):",
+        "layout (`FP8_WS`; `fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh`, the cases of "
+        "tools/sanitize_cases_fast_fp8.txt, racecheck's report read whole by `tools/racecheck_report.py`):"
+        f"{_not_run(FAST / 'fp8_sanitize.log', 'sanitize_cases_fast_fp8.txt')}",
         "",
         *_sanitize_table(FAST / "fp8_sanitize.log"),
         "",

@@ -2,12 +2,14 @@
 # compute-sanitizer (memcheck, racecheck, synccheck) on a case of each sm90 table entry, one launch each
 # (tools/sanitize_case.py), summaries into sanitize.log (or $1); racecheck's whole report read by
 # tools/racecheck_report.py (its exit status). The cases: tools/sanitize_cases.txt, or with
-# PRECISION=fast (the fast precision's table) tools/sanitize_cases_fast.txt; SANITIZE_CASES replaces them (lines
+# PRECISION=fast (the fast precision's table) tools/sanitize_cases_fast.txt, with LAYOUT=fp8 too
+# tools/sanitize_cases_fast_fp8.txt (its table's own entries); SANITIZE_CASES replaces them (lines
 # "tool routing batch [N]").
 set -uo pipefail
 log=${1:-sanitize.log}
 cases=$(dirname "$0")/sanitize_cases.txt
 [ "${PRECISION:-}" = fast ] && cases=$(dirname "$0")/sanitize_cases_fast.txt
+[ "${PRECISION:-}" = fast ] && [ "${LAYOUT:-}" = fp8 ] && cases=$(dirname "$0")/sanitize_cases_fast_fp8.txt
 status=0
 while read -r tool routing batch n; do
   echo "== $tool $routing-bs$batch${n:+ N=$n}" | tee -a "$log"

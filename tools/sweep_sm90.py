@@ -78,9 +78,11 @@ def main():
         table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
         configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
         for config, (layout, weights) in ((c, item) for c in configs for item in layouts.items()):
-            # each config as it runs on this layout: "table" the case's entry, on weights without the fp8 layout's
-            # bytes the packed words' config (runs_as); the row records that config
-            config = runs_as(table_choice if config == "table" else config, weights)
+            # each config as it runs on this layout ("table": the entry of this layout's table; on weights without the
+            # fp8 layout's bytes the packed words' config, runs_as): the row records that config
+            if config == "table":
+                config = bmm1.select_config(problem.routing.ragged, precision=weights.precision, weights=weights)
+            config = runs_as(config, weights)
 
             def call(config=config, problem=problem, weights=weights):
                 return bmm1.run_problem(problem, weights, config=config)
