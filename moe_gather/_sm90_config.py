@@ -221,12 +221,14 @@ FAST_CONFIGS = (
 # tile (0.85x-0.94x FP8_CHUNKS's time there; on the packed words the tile takes 1.00x-1.16x theirs: docs/sm90.md).
 FAST_FP8_CONFIGS = (*FAST_CONFIGS[:-1], (1 << 30, FP8_WS))
 
-TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS, "fast+fp8": FAST_FP8_CONFIGS}  # keyed as Sm90Weights.encoding
+TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS, "fast+fp8": FAST_FP8_CONFIGS}  # precision, or fast+layout
 
 
 def table(precision: str, layout: str = "mxfp4"):
-    """The table a call at `precision` on weights in `layout` chooses from: the fast fp8 one where both ask for it."""
-    return TABLES["fast+fp8" if (precision, layout) == ("fast", "fp8") else precision]
+    """The table a call at `precision` on weights in `layout` ("mxfp4" or "fp8", the fast precision's) chooses from."""
+    if layout not in ("mxfp4", "fp8") or (layout == "fp8" and precision != "fast"):
+        raise ValueError(f"layout: 'mxfp4', or 'fp8' at the fast precision, got {layout!r} at {precision!r}")
+    return TABLES["fast+fp8" if layout == "fp8" else precision]
 
 
 # "fast" becomes the default once it is measured within the numerics budget on every case of both models and faster

@@ -51,12 +51,13 @@ def _kernel(capability: tuple[int, int], where: str = ""):
 
 def select_config(ragged, capability: tuple[int, int] | None = None, precision: str = "accurate", weights=None):
     """The kernel config the call would choose for `ragged` (RaggedMetadata) on `capability` (default: the current
-    GPU) at `precision` (the weights' Sm90Weights.precision), for reports; with `weights`, from their layout's table
-    and as it runs on them (sm90: runs_as, the fp16 path's or the packed words' config where the weights need it)."""
+    GPU) at `precision` (the weights' Sm90Weights.precision), for reports; with `weights`, from the table of their
+    precision and layout, as it runs on them (sm90: runs_as, the fp16 path's or the packed words' config where the
+    weights need it)."""
     kernel = _kernel(capability or _capability(torch.device("cuda")))
     if weights is None or not hasattr(kernel, "runs_as"):
         return kernel.select_config(ragged, precision)
-    return kernel.runs_as(kernel.select_config(ragged, precision, weights.layout), weights)
+    return kernel.runs_as(kernel.select_config(ragged, weights.precision, weights.layout), weights)
 
 
 def prepare_weights(

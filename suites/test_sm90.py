@@ -1105,3 +1105,22 @@ def test_racecheck_report_tells_the_scaffolding_s_hazards_from_the_kernel_s():
     for whole in (head + hazards + summary(4, 2), head + hazards):  # hazards left undisplayed, no summary at all
         assert report.report(whole)[1] == 1
     assert report.report(head + summary(0))[1] == 0
+
+
+def test_each_layout_has_its_fast_table_and_chunks_of_four_can_be_forced_on_the_fp8_one(monkeypatch):
+    """table(precision, layout): the fp8 layout's is the fast precision's only (other pairs refused by name). The
+    results pages' commands force FP8_CHUNKS over the fp8 table's block_m 128 entry (tools/results.py CHUNKS_FORCE):
+    those fields give it exactly."""
+    assert _sm90.table("fast", "fp8") is _sm90.FAST_FP8_CONFIGS and _sm90.table("fast") is _sm90.FAST_CONFIGS
+    assert _sm90.table("accurate") is _sm90.CONFIGS
+    for precision, layout in (("accurate", "fp8"), ("fast", "fp4")):
+        with pytest.raises(ValueError, match="layout: 'mxfp4', or 'fp8' at the fast precision"):
+            _sm90.table(precision, layout)
+    spec = importlib.util.spec_from_file_location("results", Path(__file__).parents[1] / "tools" / "results.py")
+    results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results)
+    large = make_ragged_metadata(torch.tensor([900, 700], dtype=torch.int32), 1600, 4)
+    monkeypatch.setenv(_sm90.FORCE_ENV, results.CHUNKS_FORCE)
+    assert _sm90.select_config(large, "fast", "fp8") == _sm90.FP8_CHUNKS
+    monkeypatch.setenv(_sm90.FORCE_ENV, results.CHUNKS_FORCE + ",persistent=1")
+    assert _sm90.select_config(large, "fast", "fp8") == replace(_sm90.FP8_CHUNKS, persistent=True)

@@ -355,6 +355,10 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     return summary, table
 
 
+# FP8_CHUNKS's fields over the fast fp8 table's block_m 128 entry (MOE_GATHER_SM90_FORCE): its forms' commands.
+CHUNKS_FORCE = "warp_specialized=0,bulk_weights=0,persistent=0,num_stages=4,parity_rings=1,overlap_tiles=4"
+
+
 # Why a baselines folder holds a save after its first (the gate judges each case against the newest file holding it).
 NEWER_SAVES = {
     "0002": "saved when the table's block_m 64 entry took over from 25 rows per slice, four of them with a new config",
@@ -933,9 +937,11 @@ def fast() -> str:
         "## The fp8 layout",
         "",
         "`prepare_weights(..., precision=\"fast\", layout=\"fp8\")` holds the fold's e4m3 bytes beside the packed "
-        "words; the table's block_m 128 entry hands them to wgmma from shared memory: there it is the "
-        "warp-specialized tile (`FP8_WS`: a producer warpgroup copying each row block's K tile by TMA, two consumers, "
-        "5 stages, one program a multiprocessor), on the packed words the chunks of four K tiles (`FP8_CHUNKS`). "
+        "words; weights holding them take the fast fp8 table (`FAST_FP8_CONFIGS`), whose block_m 128 entry hands them "
+        "to wgmma from shared memory: the warp-specialized tile (`FP8_WS`: a producer warpgroup copying each row "
+        "block's K tile by TMA, two consumers, 5 stages, one program a multiprocessor); the packed words' table has "
+        "the chunks of four K tiles there (`FP8_CHUNKS`). Forced over the fp8 table, "
+        f"`MOE_GATHER_SM90_FORCE={CHUNKS_FORCE}` runs `FP8_CHUNKS` on the bytes. "
         "Below, the sweeps, forms and profiles that name the block_m 128 entry ran `FP8_CHUNKS` reading the fp8 "
         "layout (each row's config says so). Its gate baseline's cases that read the bytes (the others run the "
         "mxfp4 layout's kernel):",
@@ -996,7 +1002,8 @@ def fast() -> str:
         "`test_wide_tiles_on_slices_of_several_tiles`: against the "
         "reference, the packed words' bytes and a second launch). compute-sanitizer with it forced on the block_m 128 "
         "entry's cases (`wide_sanitize.log`: `PRECISION=fast LAYOUT=fp8 "
-        "MOE_GATHER_SM90_FORCE=tail_rows=64,wide_tiles=1 bash tools/sanitize.sh` with the cases below):",
+        f"MOE_GATHER_SM90_FORCE={CHUNKS_FORCE},tail_rows=64,wide_tiles=1 SANITIZE_CASES=... bash tools/sanitize.sh` "
+        "with the cases below):",
         "",
         *_sanitize_table(FAST / "wide_sanitize.log"),
         "",
@@ -1008,8 +1015,8 @@ def fast() -> str:
         "persistent_fp8`: K = 96, 384 and 2880 at N 256, the every-width slices and 43 tiles of every width at "
         "gpt-oss-120b's N, about 15 items a program; and many items of each phase a program on three programs at K "
         "96 and 384); compute-sanitizer with it forced on a case of about two items a program "
-        "(`persistent_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE=persistent=1 bash "
-        "tools/sanitize.sh` with the cases below):",
+        f"(`persistent_sanitize.log`: `PRECISION=fast LAYOUT=fp8 MOE_GATHER_SM90_FORCE={CHUNKS_FORCE},persistent=1 "
+        "SANITIZE_CASES=... bash tools/sanitize.sh` with the cases below):",
         "",
         *_sanitize_table(FAST / "persistent_sanitize.log"),
         "",
@@ -1088,7 +1095,8 @@ def fast() -> str:
         f"{_closing(FAST / 'opt_in_edges.log')} (`opt_in_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper "
         "--precision fast -k layout_fp8`: K = 96, 384 and 2880 and the every-width slices). compute-sanitizer with "
         "each forced (`bulk_sanitize.log`, `slots_sanitize.log`: `PRECISION=fast LAYOUT=fp8 "
-        "MOE_GATHER_SM90_FORCE=bulk_weights=1` (or `slot_buffers=1`) `bash tools/sanitize.sh` with the cases below; "
+        f"MOE_GATHER_SM90_FORCE={CHUNKS_FORCE},bulk_weights=1` (or `slot_buffers=1`) `SANITIZE_CASES=... bash "
+        "tools/sanitize.sh` with the cases below; "
         "the config column shows a forced field as its log prints it, 1 for True):",
         "",
         *_sanitize_table(FAST / "bulk_sanitize.log", FAST / "slots_sanitize.log"),

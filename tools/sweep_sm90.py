@@ -75,8 +75,7 @@ def main():
     for name in args.cases.split(","):
         problem = make_problem(Case.named(model, name), "cuda", params)
         ref = reference_for(problem).out
-        table_choice = bmm1.select_config(problem.routing.ragged, precision=weights.precision)
-        configs = forced or ((table_choice, *split_variants()) if args.split else variants(block_ms))
+        configs = forced or (("table", *split_variants()) if args.split else variants(block_ms))
         for config, (layout, weights) in ((c, item) for c in configs for item in layouts.items()):
             # each config as it runs on this layout ("table": the entry of this layout's table; on weights without the
             # fp8 layout's bytes the packed words' config, runs_as): the row records that config
