@@ -53,6 +53,7 @@ from ._sm90_config import (
     decode_configs,
     f16_config,
     packed_words_config,
+    runs_as,
     select_config,
     table,
 )
@@ -1135,14 +1136,6 @@ BULK_LAYOUT = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, r
 def _bulk_descriptor(folded: torch.Tensor) -> TensorDescriptor:
     """The fp8 layout's bytes [E, N / 64, K tiles, 64, 128] as TMA's [rows, 128], one 64-row K tile a box."""
     return TensorDescriptor.from_tensor(folded.view(-1, TILE_K), [ROW_BLOCK, TILE_K], BULK_LAYOUT)
-
-
-def runs_as(config: Sm90Config, w: Sm90Weights) -> Sm90Config:
-    """What `config` runs on weights `w`: the fp16 path's (f16_config) where they hold wide block-scale spreads,
-    packed_words_config's where they lack the fp8 layout's bytes."""
-    if w.f16:
-        return f16_config(config)
-    return config if config.fp8_layout and w.folded is not None else packed_words_config(config)
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):

@@ -271,6 +271,14 @@ def packed_words_config(config: Sm90Config) -> Sm90Config:
     return replace(config, wide_tiles=False, tail_rows=0) if config.wide_tiles else config
 
 
+def runs_as(config: Sm90Config, w) -> Sm90Config:
+    """What `config` runs on weights `w` (Sm90Weights): the fp16 path's (f16_config) where they hold wide block-scale
+    spreads, packed_words_config's where they lack the fp8 layout's bytes."""
+    if w.f16:
+        return f16_config(config)
+    return config if config.fp8_layout and w.folded is not None else packed_words_config(config)
+
+
 def f16_config(config: Sm90Config) -> Sm90Config:
     """What the fp16 path runs for `config`: at most F16_MAX_BLOCK_M tokens per tile, no register cap (its block_m 64
     tile needs 142 registers; capped at 128 it spills), its K tiles on one program (k_splits is not measured there)."""

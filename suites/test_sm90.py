@@ -696,9 +696,7 @@ def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision, layo
     from moe_gather.routing import route
 
     tools = Path(__file__).parents[1] / "tools"
-    spec = importlib.util.spec_from_file_location("sanitize_case", tools / "sanitize_case.py")
-    sanitize_case = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sanitize_case)
+    sanitize_case = _tool("sanitize_case")
     chosen = {}
     for tool, routing, batch, n in sanitize_case.read_cases(tools / cases):
         model = sanitize_case.case_model(n)  # a narrowed N draws another routing
@@ -1059,9 +1057,9 @@ def test_extra_rows_join_the_slices_last_tile(recorded_launches):
     assert used(schedule16) == sorted([0, 1 << 16, 1, 1 << 16 | 1, 2]) and kwargs16["TAIL_ROWS"] == 0
 
 
-def _racecheck_report():
-    tools = Path(__file__).parents[1] / "tools"
-    spec = importlib.util.spec_from_file_location("racecheck_report", tools / "racecheck_report.py")
+def _tool(name: str):
+    """tools/<name>.py as a module."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -1082,7 +1080,7 @@ def test_racecheck_report_tells_the_scaffolding_s_hazards_from_the_kernel_s():
     (the warp_specialize call's line, the kernel's def line) and its switch loop's reads (the def line) passes; one
     with an access on any other line fails, as does a report whose hazards are not all displayed or that has no
     summary. The lines are found in the kernel's source, not listed."""
-    report = _racecheck_report()
+    report = _tool("racecheck_report")
     source = (Path(__file__).parents[1] / "moe_gather" / "_sm90_ws.py").read_text().splitlines()
     call = next(i + 1 for i, t in enumerate(source) if t.strip().startswith("gl.warp_specialize("))
     define = next(i + 1 for i, t in enumerate(source) if t.startswith("def bmm1_sm90_ws_kernel("))
@@ -1116,9 +1114,7 @@ def test_each_layout_has_its_fast_table_and_chunks_of_four_can_be_forced_on_the_
     for precision, layout in (("accurate", "fp8"), ("fast", "fp4")):
         with pytest.raises(ValueError, match="layout: 'mxfp4', or 'fp8' at the fast precision"):
             _sm90.table(precision, layout)
-    spec = importlib.util.spec_from_file_location("results", Path(__file__).parents[1] / "tools" / "results.py")
-    results = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(results)
+    results = _tool("results")
     large = make_ragged_metadata(torch.tensor([900, 700], dtype=torch.int32), 1600, 4)
     monkeypatch.setenv(_sm90.FORCE_ENV, results.CHUNKS_FORCE)
     assert _sm90.select_config(large, "fast", "fp8") == _sm90.FP8_CHUNKS

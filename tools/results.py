@@ -25,7 +25,7 @@ BASELINES = ROOT / "baselines" / "nvidia-h200" / "Linux-CPython-3.12-64bit"
 sys.path.insert(0, str(ROOT))
 
 from moe_gather import accuracy  # noqa: E402
-from moe_gather._sm90_config import Sm90Config  # noqa: E402
+from moe_gather._sm90_config import FP8_CHUNKS, FP8_WS, Sm90Config  # noqa: E402
 from moe_gather.bench import summarize  # noqa: E402
 from moe_gather.benchmarking import baseline_folder_name  # noqa: E402
 from moe_gather.problem import DECODE_BATCHES, MODELS  # noqa: E402
@@ -355,8 +355,13 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     return summary, table
 
 
-# FP8_CHUNKS's fields over the fast fp8 table's block_m 128 entry (MOE_GATHER_SM90_FORCE): its forms' commands.
-CHUNKS_FORCE = "warp_specialized=0,bulk_weights=0,persistent=0,num_stages=4,parity_rings=1,overlap_tiles=4"
+# FP8_CHUNKS's fields where it differs from the fast fp8 table's block_m 128 entry, as MOE_GATHER_SM90_FORCE takes
+# them (booleans 0 / 1): the commands of its forms on the fp8 layout.
+CHUNKS_FORCE = ",".join(
+    f"{f.name}={int(v) if isinstance(v, bool) else v}"
+    for f in dataclasses.fields(FP8_CHUNKS)
+    if (v := getattr(FP8_CHUNKS, f.name)) != getattr(FP8_WS, f.name)
+)
 
 
 # Why a baselines folder holds a save after its first (the gate judges each case against the newest file holding it).

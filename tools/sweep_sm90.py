@@ -81,7 +81,8 @@ def main():
             # fp8 layout's bytes the packed words' config, runs_as): the row records that config
             if config == "table":
                 config = bmm1.select_config(problem.routing.ragged, precision=weights.precision, weights=weights)
-            config = runs_as(config, weights)
+            else:
+                config = runs_as(config, weights)
 
             def call(config=config, problem=problem, weights=weights):
                 return bmm1.run_problem(problem, weights, config=config)
