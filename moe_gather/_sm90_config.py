@@ -91,22 +91,23 @@ class Sm90Config:
                 f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages or more, got {self}"
             )
         others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings)
-        block_ms = (16, 32, 64) if self.split_k else (128,)
+        block_ms = (16, 32, 64) if self.split_k else (64, 128)
         chunk = self.overlap_tiles or 2
         if self.warp_specialized and (
             self.block_m not in block_ms
             or self.num_warps != 8
-            or self.num_stages > (5 if self.fp8_layout else 7)
+            or self.num_stages > (5 if self.fp8_layout and self.block_m == 128 else 7)
             or any(others)
             or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= WS_MAXNREG))
             or (self.split_k and (self.num_stages < 3 or self.overlap_tiles or self.fp8_layout or self.lag))
             or (self.lag and self.num_stages < self.lag * chunk + 2)
-        ):  # 8 stages of 24.5 KB (6 of 32.5 on the fp8 layout) and the epilogues' scratch pass 227 KB
+        ):  # 8 stages of 24.5 KB (6 of 32.5 on the fp8 layout at block_m 128) and the epilogues' scratch pass 227 KB
             raise ValueError(
-                "Sm90Config: warp_specialized takes block_m 128 (16, 32 or 64 with split_k), num_warps 8 (its"
-                " consumers), num_stages up to 7 (5 with fp8_layout; 3 or more with split_k, lag * overlap_tiles + 2"
-                " or more with lag), maxnreg 48-168 only with split_k, none of tail_rows, two_partials, split_at,"
-                f" parity_rings, and with split_k none of overlap_tiles, fp8_layout, lag, got {self}"
+                "Sm90Config: warp_specialized takes block_m 64 or 128 (16, 32 or 64 with split_k), num_warps 8 (its"
+                " consumers), num_stages up to 7 (5 with fp8_layout at block_m 128; 3 or more with split_k,"
+                " lag * overlap_tiles + 2 or more with lag), maxnreg 48-168 only with split_k, none of tail_rows,"
+                " two_partials, split_at, parity_rings, and with split_k none of overlap_tiles, fp8_layout, lag, got"
+                f" {self}"
             )
         if self.lag and (self.lag < 0 or not self.warp_specialized):
             raise ValueError(f"Sm90Config: lag is the warp-specialized tile's, 1 or more chunks, got {self}")
@@ -218,8 +219,10 @@ FAST_CONFIGS = (
 )
 
 # The fast precision's table where the weights hold the fp8 layout's bytes: its block_m 128 entry the warp-specialized
-# tile (0.85x-0.94x FP8_CHUNKS's time there; on the packed words the tile takes 1.00x-1.16x theirs: docs/sm90.md).
-FAST_FP8_CONFIGS = (*FAST_CONFIGS[:-1], (1 << 30, FP8_WS))
+# tile (0.85x-0.94x FP8_CHUNKS's time there; on the packed words the tile takes 1.00x-1.16x theirs), taking over from
+# the block_m 64 entry past FP8_WS_FROM rows per slice (docs/sm90.md).
+FP8_WS_FROM = 89
+FAST_FP8_CONFIGS = (FAST_CONFIGS[0], (FP8_WS_FROM, FAST_CONFIGS[1][1]), (1 << 30, FP8_WS))
 
 TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS, "fast+fp8": FAST_FP8_CONFIGS}  # precision, or fast+layout
 

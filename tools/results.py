@@ -127,7 +127,9 @@ def gate() -> str:
         "Each log is one run of `pytest suites/test_benchmark.py --gpu hopper ...`: compares of the unchanged kernel "
         "against its baselines, the saves of the decode baselines and of the fast precision's fp8 layout "
         "(`--precision fast --layout fp8`; `save_fast_fp8_ws.log`: the 42 cases of its warp-specialized block_m 128 "
-        "entry by test id, with `--benchmark-compare` against the files before), and a run with a slower config forced "
+        "entry by test id, with `--benchmark-compare` against the files before; `save_fast_fp8_mid.log`: the 13 "
+        "cases of 90-192 rows per slice that the entry took over from the block_m 64 one, the same way), and a run "
+        "with a slower config forced "
         f"(`{slowed} ... --benchmark-compare`) that the gate fails. Time change: the measured median against the "
         "baseline's. How the gate decides: docs/gate.md. This page: `python tools/results.py`."
     )
@@ -373,6 +375,10 @@ NEWER_SAVES = {
         "saved when that entry became the warp-specialized tile (FP8_WS)",
         "the {n} cases of the fp8 layout's block_m 128 entry (by test id: "
         "`suites/test_benchmark.py::test_throughput[CASE]`)",
+    ),
+    "0005": (
+        "saved when that entry took over from 90 rows per slice (FP8_WS_FROM) instead of 193",
+        "the {n} cases of 90-192 rows per slice (by test id)",
     ),
 }
 
@@ -1047,6 +1053,21 @@ def fast() -> str:
         "W5 the entry's fields):",
         "",
         *_config_sweep("sweep_ws_entry.json"),
+        "",
+        "Where it takes over from the block_m 64 entry (`FP8_WS_FROM`, rows per slice): the entry and its form on "
+        "64-token tiles (5 and 7 stages) against the block_m 64 entry M from 31 to 192 rows per slice "
+        "(`sweep_ws_m64.json`: `--cases uniform-bs1024,uniform-bs1536,uniform-bs2048,uniform-bs3072,uniform-bs4096,"
+        'uniform-bs6144,zipf-bs2048,zipf-bs8192,zipf-bs12288 --configs "M;W5;W5,block_m=64;W5,block_m=64,'
+        'num_stages=7;M;W5,block_m=64,num_stages=7"`), and at 58-89 rows, twice (`sweep_ws_bound.json`: '
+        '`--cases uniform-bs1792,zipf-bs11264,zipf-bs2560,uniform-bs2560,zipf-bs10240,zipf-bs7168,zipf-bs19456 '
+        '--configs "M;W5;M;W5"`), M `block_m=64,num_stages=4,num_warps=8,parity_rings=1,narrow_last_tile=2,'
+        "tail_rows=16`; the rows per slice: uniform-bs1792 58, zipf-bs11264 59, -bs2560 64, uniform-bs2560 78, "
+        "zipf-bs10240 83, -bs7168 88, -bs19456 89, uniform-bs3072 96, -bs4096 125, zipf-bs8192 131, -bs12288 142, "
+        "uniform-bs6144 192:",
+        "",
+        *_config_sweep("sweep_ws_m64.json"),
+        "",
+        *_config_sweep("sweep_ws_bound.json"),
         "",
         "racecheck on it reads the whole report (`tools/racecheck_report.py`, from `tools/sanitize.sh`; "
         "`fp8_sanitize.log` below): every hazard pairs a write of Triton's warp-specialization state bytes (the "
