@@ -2,6 +2,7 @@
 
     mkdir -p .peers/base && git archive BASE moe_gather | tar -x -C .peers/base
     python3 tools/ab_commit.py .peers/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json] [--precision fast]
+        [--layout fp8]
 
 (The base is unpacked from git into the ignored .peers/, so that a GPU machine that gets a copy of the working tree
 without its history can run it.)
@@ -45,13 +46,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None)
     parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
+    parser.add_argument("--layout", default=None, help="the weights' layout (prepare_weights'), e.g. fp8")
     args = parser.parse_args()
     sides = {"new": (bmm1, problem), "base": import_base(args.base)}
     setups = {}
     for side, (kernel, problems) in sides.items():
         model = problems.MODELS["gpt-oss-120b"]
         params = problems.make_expert_params(model, "cuda")
-        asked = {"precision": args.precision} if args.precision else {}  # a base may predate the argument
+        # a base may predate the arguments
+        asked = {name: value for name in ("precision", "layout") if (value := getattr(args, name))}
         weights = kernel.prepare_weights(params.weights, **asked)
         setups[side] = (kernel, problems, model, params, weights)
     rows = []

@@ -5,6 +5,7 @@
     python3 tools/ncu_regions.py reduce full.csv small.csv.gz   # the columns below, rows run or sampled (results/)
     python3 tools/ncu_regions.py summary small.csv           # instructions and stall samples by region
     python3 tools/ncu_regions.py hot small.csv               # the same around the loop with the most samples
+    python3 tools/ncu_regions.py partitions small.csv        # a warp-specialized kernel's by role
 
 Regions by address: the loops (each backward branch's span: the K loops), the code before the first (the start:
 schedule, slice and gather loads, the ring's first copies), between two loops (another tile width's or split's
@@ -105,6 +106,26 @@ def hot(small: str) -> dict[str, dict[str, float]]:
     }
 
 
+def partitions(small: str) -> dict[str, dict[str, float]]:
+    """A warp-specialized kernel's page split by role: its innermost loops holding wgmmas (the consumers' K loops),
+    those holding copies (cp.async or TMA: the producer's loop), and the rest (each partition's work-item start and
+    end, the consumers' epilogues, Triton's partition scaffolding)."""
+    rows, addresses, once, total = _read(small)
+    loops = _loops(rows, addresses)
+    innermost = [(lo, hi) for lo, hi in loops if not any(lo <= a < b <= hi and (a, b) != (lo, hi) for a, b in loops)]
+    spans: dict[str, list[dict]] = {"consumer K loops": [], "producer loop": [], "rest": []}
+    roles = []
+    for lo, hi in innermost:
+        ops = {r["Source"].split(".")[0] for a, r in zip(addresses, rows, strict=True) if lo <= a <= hi}
+        role = "consumer K loops" if "QGMMA" in ops else "producer loop" if ops & {"LDGSTS", "UTMALDG"} else None
+        if role:
+            roles.append((lo, hi, role))
+    for address, row in zip(addresses, rows, strict=True):
+        role = next((role for lo, hi, role in roles if lo <= address <= hi), "rest")
+        spans[role].append(row)
+    return {name: _stats(span, once, total) for name, span in spans.items()}
+
+
 def regions(small: str) -> dict[str, dict[str, float]]:
     """{'start' | 'loop' | 'between' | 'end': {'instructions': per warp, 'samples': share, stall: share of the
     region}}. Loops are the spans of backward branches; 'between' is code between two loops (another tile width's or
@@ -131,4 +152,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "reduce":
         reduce(sys.argv[2], sys.argv[3])
     else:
-        print(summary(sys.argv[2], hot if sys.argv[1] == "hot" else regions))
+        print(summary(sys.argv[2], {"hot": hot, "partitions": partitions}.get(sys.argv[1], regions)))

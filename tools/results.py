@@ -596,7 +596,7 @@ SOL = {"us under ncu": DURATION.pattern, "SM GHz": r"SM Frequency\s+Ghz\s+([\d.]
        "registers": r"Registers Per Thread\s+register/thread\s+(\d+)",
        "achieved warps an SM": r"Achieved Active Warps Per SM\s+warp\s+([\d.]+)"}  # fmt: skip
 MBYTES = {"Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3}
-ACTIVE = r"Active Warps Per Scheduler\s+warp\s+([\d.]+)"
+ACTIVE = r"(?<!Theoretical )Active Warps Per Scheduler\s+warp\s+([\d.]+)"
 NCU_METRIC = re.compile(r"^\s+([a-z0-9_.]+)\s+(\S+)\s+([\d,.]+)\s*$", re.M)
 
 
@@ -661,6 +661,25 @@ def _k_scan() -> list[str]:
         f"the vendor's falls by {_span(vendor_falls)}. The kernel's time grows faster than K, so no straight line "
         "through these times separates a fixed part of a call from its K loop (one hypothesis, not measured here: "
         "an expert's fold bytes, 24 MB at K 4224 and 32 MB at 5632, outgrow what L2 keeps between its tiles).",
+    ]
+
+
+def _ws_profile() -> list[str]:
+    """One launch of the fast fp8 table's warp-specialized entry under Nsight Compute: its headline metrics and its
+    stall samples by role (tools/ncu_regions.py partitions)."""
+    name = "ncu_ws_uniform-bs16384_fp8"
+    text = (FAST / f"{name}.txt").read_text()
+    # (no registers: 168 a thread at launch, then setmaxnreg's split)
+    metrics = "; ".join(f"{n} {_sol(text, n)}" for n in SOL if n != "registers")
+    roles = ncu_regions.summary(FAST / f"{name}.csv.gz", ncu_regions.partitions).replace("\n", "; ")
+    return [
+        "One launch of the entry (`FP8_WS`) at uniform-bs16384 under Nsight Compute, its clocks locked to base "
+        "(`PRECISION=fast LAYOUT=fp8 ncu --section SpeedOfLight --section ComputeWorkloadAnalysis --section "
+        "MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section "
+        "SourceCounters --kernel-name regex:bmm1 --launch-count 1 -o rep python3 tools/sanitize_case.py uniform "
+        f"16384`: `{name}.txt`, its source page reduced in `{name}.csv.gz`): {metrics}. Its stall samples by role "
+        f"(`python3 tools/ncu_regions.py partitions {name}.csv.gz`; 'rest': the item starts, the epilogues and "
+        f"Triton's partition scaffolding): {roles}.",
     ]
 
 
@@ -1068,6 +1087,8 @@ def fast() -> str:
         *_config_sweep("sweep_ws_m64.json"),
         "",
         *_config_sweep("sweep_ws_bound.json"),
+        "",
+        *_ws_profile(),
         "",
         "racecheck on it reads the whole report (`tools/racecheck_report.py`, from `tools/sanitize.sh`; "
         "`fp8_sanitize.log` below): every hazard pairs a write of Triton's warp-specialization state bytes (the "
