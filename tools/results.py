@@ -668,7 +668,7 @@ def _ws_profile() -> list[str]:
     """One launch of the fast fp8 table's warp-specialized entry under Nsight Compute: its headline metrics and its
     stall samples by role (tools/ncu_regions.py partitions)."""
     name = "ncu_ws_uniform-bs16384_fp8"
-    text = (FAST / f"{name}.txt").read_text()
+    text = _log(FAST / f"{name}.txt.gz")
     # (no registers: 168 a thread at launch, then setmaxnreg's split)
     metrics = "; ".join(f"{n} {_sol(text, n)}" for n in SOL if n != "registers")
     roles = ncu_regions.summary(FAST / f"{name}.csv.gz", ncu_regions.partitions).replace("\n", "; ")
@@ -677,7 +677,7 @@ def _ws_profile() -> list[str]:
         "(`PRECISION=fast LAYOUT=fp8 ncu --section SpeedOfLight --section ComputeWorkloadAnalysis --section "
         "MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section "
         "SourceCounters --kernel-name regex:bmm1 --launch-count 1 -o rep python3 tools/sanitize_case.py uniform "
-        f"16384`: `{name}.txt`, its source page reduced in `{name}.csv.gz`): {metrics}. Its stall samples by role "
+        f"16384`: `{name}.txt.gz`, its source page reduced in `{name}.csv.gz`): {metrics}. Its stall samples by role "
         f"(`python3 tools/ncu_regions.py partitions {name}.csv.gz`; 'rest': the item starts, the epilogues and "
         f"Triton's partition scaffolding): {roles}.",
     ]
@@ -870,7 +870,7 @@ def fast() -> str:
         for key, w in sorted(run["summary"].items())  # _merged summarizes each run
     ]
     closing = _closing(FAST / "suite.log.gz")
-    failures = sorted({*_failures(FAST / "suite.log.gz"), *_failures(FAST / "suite_fp8.log")})
+    failures = sorted({*_failures(FAST / "suite.log.gz"), *_failures(FAST / "suite_fp8.log.gz")})
     if kernel_failures := [name for name in failures if name not in RESULTS_TESTS]:
         raise SystemExit(f"the fast suite's logs report kernel tests failed: {kernel_failures}")
     failed = (
@@ -1028,7 +1028,7 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_wide_large.json", table_ends=True),
         "",
-        "Its GPU tests: in `fp8_layout_edges.log` below (the ids holding `wide_tiles=True`, and "
+        "Its GPU tests: in `fp8_layout_edges.log.gz` below (the ids holding `wide_tiles=True`, and "
         "`test_wide_tiles_on_slices_of_several_tiles`: against the "
         "reference, the packed words' bytes and a second launch). compute-sanitizer with it forced on the block_m 128 "
         "entry's cases (`wide_sanitize.log`: `PRECISION=fast LAYOUT=fp8 "
@@ -1108,7 +1108,7 @@ def fast() -> str:
         *_fp8_20b(),
         "",
         "Against the reference and byte for byte against the packed words' output: "
-        f"{_closing(FAST / 'fp8_layout_edges.log')} (`fp8_layout_edges.log`: `pytest suites/test_kernel_edges.py "
+        f"{_closing(FAST / 'fp8_layout_edges.log.gz')} (`fp8_layout_edges.log.gz`: `pytest suites/test_kernel_edges.py "
         "--gpu hopper --precision fast -k 'layout_fp8 or wide_tiles'`, which selects every test parametrized by "
         "a config, as each config's id names `wide_tiles`: the fp8 layout on every fast entry, the K tiles in "
         "pairs, k_splits and the wide tiles at K = 96, 384 and 2880 and on the every-width slices, the opt-in "
@@ -1185,7 +1185,7 @@ def fast() -> str:
         "",
         f"The whole suite at the fast precision, every case of both models and parameter sets (guard zones, "
         f"three-run determinism, the reference and the peer): packed words {closing}, fp8 layout "
-        f"{_closing(FAST / 'suite_fp8.log')} (`suite.log.gz`, `suite_fp8.log`: `pytest suites/ --gpu hopper "
+        f"{_closing(FAST / 'suite_fp8.log.gz')} (`suite.log.gz`, `suite_fp8.log.gz`: `pytest suites/ --gpu hopper "
         "--precision fast --layout L --model all --params all -n 8 -v` / `-n 6 -q`, `--dist loadgroup "
         "--benchmark-disable`; each ends with every case's agreement, the same in both layouts; the fp16-path tests "
         f"and weights outside the fold's window run the accurate kernel).{failed} compute-sanitizer on a case of each "
