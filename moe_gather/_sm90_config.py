@@ -101,7 +101,8 @@ class Sm90Config:
             or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= WS_MAXNREG))
             or (self.split_k and (self.num_stages < 3 or self.overlap_tiles or self.fp8_layout or self.lag))
             or (self.lag and self.num_stages < self.lag * chunk + 2)
-        ):  # 8 stages of 24.5 KB (6 of 32.5 on the fp8 layout at block_m 128) and the epilogues' scratch pass 227 KB
+        ):  # 8 stages of 24.5 KB (6 of 32.5 on the fp8 layout at block_m 128) and the epilogues' scratch pass 227 KB;
+            # block_m 64 on the fp8 layout (24.5 KB a stage) is held to the 7 measured
             raise ValueError(
                 "Sm90Config: warp_specialized takes block_m 64 or 128 (16, 32 or 64 with split_k), num_warps 8 (its"
                 " consumers), num_stages up to 7 (5 with fp8_layout at block_m 128; 3 or more with split_k,"
@@ -220,9 +221,9 @@ FAST_CONFIGS = (
 
 # The fast precision's table where the weights hold the fp8 layout's bytes: its block_m 128 entry the warp-specialized
 # tile (0.85x-0.94x FP8_CHUNKS's time there; on the packed words the tile takes 1.00x-1.16x theirs), taking over from
-# the block_m 64 entry past FP8_WS_FROM rows per slice (docs/sm90.md).
-FP8_WS_FROM = 89
-FAST_FP8_CONFIGS = (FAST_CONFIGS[0], (FP8_WS_FROM, FAST_CONFIGS[1][1]), (1 << 30, FP8_WS))
+# the block_m 64 entry at FP8_WS_FROM rows per slice (docs/sm90.md).
+FP8_WS_FROM = 90
+FAST_FP8_CONFIGS = (FAST_CONFIGS[0], (FP8_WS_FROM - 1, FAST_CONFIGS[1][1]), (1 << 30, FP8_WS))
 
 TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS, "fast+fp8": FAST_FP8_CONFIGS}  # precision, or fast+layout
 

@@ -146,7 +146,6 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     with pytest.raises(ValueError, match=r"warp_specialized takes .* with split_k none of overlap_tiles, fp8_layout"):
         replace(SPLIT_K_CONFIG, fp8_layout=True)
     assert [c.fp8_layout for _, c in _sm90.FAST_CONFIGS] == [c.block_m == 128 for _, c in _sm90.FAST_CONFIGS]
-    m64 = _sm90.FAST_CONFIGS[1][1]
     assert not any(c.fp8_layout for _, c in _sm90.CONFIGS)
     launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 1)
     _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, launches=launches)  # the fp8 table's block_m 128
@@ -162,17 +161,17 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
         else:
             assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
         assert ("PRODUCER_REGS" in kwargs) == config.warp_specialized  # the fp8 table's block_m 128 entry
-    # the fp8 layout's table: the same configs but its block_m 128 entry, which takes over from FP8_WS_FROM rows per
+    # the fp8 layout's table: the same configs but its block_m 128 entry, which takes over at FP8_WS_FROM rows per
     # slice rather than 193; a call takes its weights' table
     fp8_table, words_table = _sm90.FAST_FP8_CONFIGS, _sm90.FAST_CONFIGS
     assert [c for _, c in fp8_table[:-1]] == [c for _, c in words_table[:-1]] and fp8_table[0] == words_table[0]
-    assert fp8_table[1][0] == _sm90.FP8_WS_FROM < words_table[1][0]
+    assert fp8_table[1][0] + 1 == _sm90.FP8_WS_FROM <= words_table[1][0]
     assert (fp8_table[-1][1], words_table[-1][1]) == (_sm90.FP8_WS, _sm90.FP8_CHUNKS)
-    for rows, chosen in ((1600, (_sm90.FP8_WS, _sm90.FP8_CHUNKS)), (2 * _sm90.FP8_WS_FROM + 2, (_sm90.FP8_WS, m64))):
-        ragged = make_ragged_metadata(torch.tensor([rows // 2, rows - rows // 2], dtype=torch.int32), rows, 4)
+    m64 = _sm90.FAST_CONFIGS[1][1]
+    for per_slice, chosen in ((800, (_sm90.FP8_WS, _sm90.FP8_CHUNKS)), (_sm90.FP8_WS_FROM, (_sm90.FP8_WS, m64)),
+                              (_sm90.FP8_WS_FROM - 1, (m64, m64))):  # fmt: skip
+        ragged = make_ragged_metadata(torch.tensor([per_slice] * 2, dtype=torch.int32), 2 * per_slice, 4)
         assert tuple(bmm1.select_config(ragged, (9, 0), "fast", weights) for weights in (fp8, mxfp4)) == chosen
-    ragged = make_ragged_metadata(torch.tensor([_sm90.FP8_WS_FROM] * 2, dtype=torch.int32), 2 * _sm90.FP8_WS_FROM, 4)
-    assert {bmm1.select_config(ragged, (9, 0), "fast", weights) for weights in (fp8, mxfp4)} == {m64}
 
 
 def test_wide_tiles_take_block_m_plus_tail_rows_a_tile_on_the_fp8_layout_only(monkeypatch):
@@ -746,8 +745,10 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
             replace(SPLIT_K_CONFIG, **fields)
     with pytest.raises(ValueError, match="split_k is the warp-specialized tile's"):
         _sm90.Sm90Config(32, 4, 8, split_k=True)
-    # on the fp8 layout at most 5 stages of 32.5 KB; lag needs the chunks it holds back and 2 stages more
-    for fields in ({"fp8_layout": True, "num_stages": 6}, {"lag": 2}, {"lag": 1, "num_stages": 5, "overlap_tiles": 4}):
+    # on the fp8 layout at most 5 stages of 32.5 KB (7 of 24.5 at block_m 64); lag needs the chunks it holds back and 2
+    # stages more
+    for fields in ({"fp8_layout": True, "num_stages": 6}, {"fp8_layout": True, "num_stages": 8, "block_m": 64},
+                   {"lag": 2}, {"lag": 1, "num_stages": 5, "overlap_tiles": 4}):  # fmt: skip
         with pytest.raises(ValueError, match="warp_specialized takes block_m 64 or 128"):
             replace(WS_CONFIG, **fields)
     for base, fields in ((SPLIT_K_CONFIG, {"lag": 1, "split_k": False, "warp_specialized": False}),
@@ -883,7 +884,7 @@ def test_warp_specialized_tile_on_the_fp8_layout_takes_a_from_shared_memory(tmp_
     instructions (409), spill-free; the ring fits the multiprocessor (on 64-token tiles, at 7 stages)."""
     config = WS_FP8_PLANS[plan]
     kernel = compile_sm90_ws(config)
-    tiles, wgmma = config.overlap_tiles or 2, next(iter(_wgmma(config.block_m)))
+    tiles, wgmma = config.overlap_tiles or 2, f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3"
     loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, {wgmma})
     chunks = sorted((loop for loop in loops if loop.count(wgmma) == 4 * tiles), key=len)
     assert len(chunks) >= 2, [len(loop) for loop in loops]

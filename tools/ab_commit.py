@@ -46,7 +46,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None)
     parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
-    parser.add_argument("--layout", default=None, help="the weights' layout (prepare_weights'), e.g. fp8")
+    parser.add_argument("--layout", choices=bmm1.LAYOUTS, default=None, help="default: prepare_weights'")
     args = parser.parse_args()
     sides = {"new": (bmm1, problem), "base": import_base(args.base)}
     setups = {}

@@ -107,22 +107,25 @@ def hot(small: str) -> dict[str, dict[str, float]]:
 
 
 def partitions(small: str) -> dict[str, dict[str, float]]:
-    """A warp-specialized kernel's page split by role: its innermost loops holding wgmmas (the consumers' K loops),
-    those holding copies (cp.async or TMA: the producer's loop), and the rest (each partition's work-item start and
-    end, the consumers' epilogues, Triton's partition scaffolding)."""
+    """A warp-specialized kernel's page split by role: the smallest loops around its wgmmas (the consumers' K loops)
+    and around its copies (cp.async or TMA: the producer's loop), less those holding another such loop (a work-item
+    loop), and the rest (each partition's work-item start and end, the consumers' epilogues, Triton's partition
+    scaffolding)."""
     rows, addresses, once, total = _read(small)
     loops = _loops(rows, addresses)
-    innermost = [(lo, hi) for lo, hi in loops if not any(lo <= a < b <= hi and (a, b) != (lo, hi) for a, b in loops)]
-    spans: dict[str, list[dict]] = {"consumer K loops": [], "producer loop": [], "rest": []}
-    roles = []
-    for lo, hi in innermost:
-        ops = {r["Source"].split(".")[0] for a, r in zip(addresses, rows, strict=True) if lo <= a <= hi}
-        role = "consumer K loops" if "QGMMA" in ops else "producer loop" if ops & {"LDGSTS", "UTMALDG"} else None
-        if role:
-            roles.append((lo, hi, role))
+    roles = {}  # the smallest loop around each wgmma (the consumers') or copy (the producer's)
     for address, row in zip(addresses, rows, strict=True):
-        role = next((role for lo, hi, role in roles if lo <= address <= hi), "rest")
-        spans[role].append(row)
+        op = row["Source"].split(".")[0]
+        role = "consumer K loops" if op == "QGMMA" else "producer loop" if op in ("LDGSTS", "UTMALDG") else None
+        around = [(lo, hi) for lo, hi in loops if lo <= address <= hi]
+        if role and around:
+            roles.setdefault(min(around, key=lambda span: span[1] - span[0]), role)
+    # of those, the ones holding no other (a work-item loop around a K loop is not itself one)
+    roles = {span: role for span, role in roles.items() if not any(o != span and span[0] <= o[0] <= o[1] <= span[1]
+                                                                 for o in roles)}  # fmt: skip
+    spans: dict[str, list[dict]] = {"consumer K loops": [], "producer loop": [], "rest": []}
+    for address, row in zip(addresses, rows, strict=True):
+        spans[next((role for (lo, hi), role in roles.items() if lo <= address <= hi), "rest")].append(row)
     return {name: _stats(span, once, total) for name, span in spans.items()}
 
 

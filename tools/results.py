@@ -377,7 +377,7 @@ NEWER_SAVES = {
         "`suites/test_benchmark.py::test_throughput[CASE]`)",
     ),
     "0005": (
-        "saved when that entry took over from 90 rows per slice (FP8_WS_FROM) instead of 193",
+        "saved when that entry took over at 90 rows per slice (FP8_WS_FROM) instead of 193",
         "the {n} cases of 90-192 rows per slice (by test id)",
     ),
 }
@@ -1080,9 +1080,12 @@ def fast() -> str:
         'num_stages=7;M;W5,block_m=64,num_stages=7"`), and at 58-89 rows, twice (`sweep_ws_bound.json`: '
         '`--cases uniform-bs1792,zipf-bs11264,zipf-bs2560,uniform-bs2560,zipf-bs10240,zipf-bs7168,zipf-bs19456 '
         '--configs "M;W5;M;W5"`), M `block_m=64,num_stages=4,num_warps=8,parity_rings=1,narrow_last_tile=2,'
-        "tail_rows=16`; the rows per slice: uniform-bs1792 58, zipf-bs11264 59, -bs2560 64, uniform-bs2560 78, "
-        "zipf-bs10240 83, -bs7168 88, -bs19456 89, uniform-bs3072 96, -bs4096 125, zipf-bs8192 131, -bs12288 142, "
-        "uniform-bs6144 192:",
+        "tail_rows=16`; the rows per slice: uniform-bs1024 31, zipf-bs2048 35, uniform-bs1536 50, -bs1792 58, "
+        "zipf-bs11264 59, uniform-bs2048 63, zipf-bs2560 64, uniform-bs2560 78, zipf-bs10240 83, -bs7168 88, "
+        "-bs19456 89, uniform-bs3072 96, -bs4096 125, zipf-bs8192 131, -bs12288 142, uniform-bs6144 192. Its GPU tests "
+        "on 64-token tiles (`ws_m64_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper -k "
+        '"warp_specialized_on_the_fp8_layout and m64"`): '
+        f"{_closing(FAST / 'ws_m64_edges.log')}:",
         "",
         *_config_sweep("sweep_ws_m64.json"),
         "",
