@@ -223,7 +223,7 @@ FAST_CONFIGS = (
 # tile (0.85x-0.94x FP8_CHUNKS's time there; on the packed words the tile takes 1.00x-1.16x theirs), taking over from
 # the block_m 64 entry at FP8_WS_FROM rows per slice (docs/sm90.md).
 FP8_WS_FROM = 90
-FAST_FP8_CONFIGS = (FAST_CONFIGS[0], (FP8_WS_FROM - 1, FAST_CONFIGS[1][1]), (1 << 30, FP8_WS))
+FAST_FP8_CONFIGS = (*FAST_CONFIGS[:-2], (FP8_WS_FROM - 1, FAST_CONFIGS[-2][1]), (1 << 30, FP8_WS))
 
 TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS, "fast+fp8": FAST_FP8_CONFIGS}  # precision, or fast+layout
 
