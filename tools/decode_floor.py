@@ -5,21 +5,33 @@
     python3 tools/decode_floor.py reads   # a plain Triton read of 1-16 experts' bytes on 90-528 programs, and the
                                           # kernel at uniform-bs2 / zipf-bs2 / uniform-bs8 against K
     python3 tools/decode_floor.py splits  # the table's tile with k_splits 1, 2, 4 on five decode cases, both ways
+    python3 tools/decode_floor.py cold [--json out.json] [--batches 1,2,...]
+                                          # device time a call with the weights cold, as in a model whose other
+                                          # layers run between two calls of this one: the kernel at both precisions,
+                                          # the decode tile, the peer, the vendor anchor and a plain read of the
+                                          # same bytes, each on rotated copies of its weights, 20+ calls a graph
 
 The fast precision's kernel, gpt-oss-120b. results/h200/fast/decode_floor_*.log hold the H200's figures.
 """
 
+import argparse
 import dataclasses
+import json
+import math
 import sys
+from functools import partial
 
 import torch
 import triton
 import triton.language as tl
 from read_ceiling import triton_read
 
-from moe_gather import bmm1
+from moe_gather import bmm1, peer
+from moe_gather._sm90 import Sm90Config
+from moe_gather.bench import VendorWeights, measure_ceilings, vendor_call
 from moe_gather.benchmarking import graphed, sustained_seconds
-from moe_gather.problem import MODELS, Case, make_expert_params, make_problem
+from moe_gather.mxfp4 import MXFP4Weights
+from moe_gather.problem import DECODE_BATCHES, MODELS, Case, ExpertParams, make_expert_params, make_problem
 
 CALLS = 20  # calls captured in one graph
 
@@ -98,5 +110,103 @@ def splits():
             print(f"{name} k_splits={s}: one graph {graph:.2f} us, suite {suite:.2f} us", flush=True)
 
 
+COLD_COPIES = 16  # weight copies at most: one expert's 8.8 MB needs 13 to pass twice the H200's 50 MB L2
+DECODE_TILE = Sm90Config(8, 3, 4, decode_rows=16)  # the decode tile's best measured form (docs/sm90.md)
+READ_PROGRAMS = 528  # the plain reader's best measured grid for one to three experts' bytes (decode_floor_reads.log)
+
+
+def copies_for(weight_bytes: int) -> int:
+    """Weight copies that a rotation needs for each call's to leave L2 before its next use: the other copies' bytes
+    pass at least twice the L2's size."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    return min(COLD_COPIES, max(2, 1 + math.ceil(2 * l2 / weight_bytes)))
+
+
+def rotated_us(calls, copies: int) -> float:
+    """Device time a call: the first `copies` of `calls` (one per weight copy) captured in turn into one graph of at
+    least CALLS calls, replayed sustained; copies 1 gives the warm time (the same weights every call)."""
+    per_copy = max(1, -(-CALLS // copies))
+    sequence = [calls[i % copies] for i in range(copies * per_copy)]
+    replay = graphed(lambda: [call() for call in sequence])
+    return sustained_seconds(replay, iterations=1) / len(sequence) * 1e6
+
+
+def _clone(params: ExpertParams) -> ExpertParams:
+    """The same weights at other addresses (a copy of the model's layer), the bias shared (368 KB)."""
+    w = params.weights
+    return ExpertParams(MXFP4Weights(w.codes.clone(), w.scales.clone()), params.bias)
+
+
+def cold_row(case, layers, kernels, vendors, ceilings) -> dict | None:
+    """One case's device times a call, weights cold (rotated) and warm (one copy); None where it routes no row here."""
+    model = case.model
+    problems = [make_problem(case, "cuda", layer) for layer in layers]
+    problem = problems[0]
+    if not problem.tokens:
+        return None
+    weight_bytes = problem.active_experts() * model.expert_weight_bytes
+    copies = copies_for(weight_bytes)
+    out = torch.empty((problem.tokens, model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
+    row = {"case": case.id, "tokens": problem.tokens, "active_experts": problem.active_experts(), "copies": copies,
+           "roof_us": problem.bytes() / ceilings["read_bw"] * 1e6}  # fmt: skip
+    for precision, weights in kernels.items():
+        calls = [partial(bmm1.run_problem, p, w, out) for p, w in zip(problems, weights, strict=True)]
+        row[f"{precision}_cold"], row[f"{precision}_warm"] = rotated_us(calls, copies), rotated_us(calls, 1)
+        expected = bmm1.run_problem(problems[copies - 1], weights[copies - 1]).clone()
+        calls[copies - 1]()
+        if not torch.equal(out.view(torch.uint8), expected.view(torch.uint8)):
+            raise AssertionError(f"{case.id}: the {precision} kernel's graphed call differs from its eager one")
+    if case.decode:  # the fast precision's other decode forms: the decode tile, the table's tile at 1, 2, 4 K splits
+        table = bmm1.select_config(problem.routing.ragged, precision="fast")
+        forms = {"decode_tile": DECODE_TILE} | {f"k{s}": dataclasses.replace(table, k_splits=s) for s in (1, 2, 4)}
+        for name, config in forms.items():
+            calls = [partial(bmm1.run_problem, p, w, out, config=config)
+                     for p, w in zip(problems, kernels["fast"], strict=True)]  # fmt: skip
+            row[f"fast_{name}_cold"] = rotated_us(calls, copies)
+    if peer.available():
+        calls = [peer.prepare(p, "bf16x").run for p in problems[:copies]]
+        row["peer_cold"], row["peer_warm"] = rotated_us(calls, copies), rotated_us(calls, 1)
+    calls = [vendor_call(p, v) for p, v in zip(problems[:copies], vendors[:copies], strict=True)]
+    row["vendor_cold"], row["vendor_warm"] = rotated_us(calls, copies), rotated_us(calls, 1)
+    words = -(-weight_bytes // 4)
+    sums = torch.empty(READ_PROGRAMS, device="cuda", dtype=torch.int32)
+    buffers = [torch.randint(0, 1 << 20, (words,), device="cuda", dtype=torch.int32) for _ in range(copies)]
+    calls = [partial(triton_read, b, sums, -(-words // READ_PROGRAMS)) for b in buffers]
+    row["read_cold"] = rotated_us(calls, copies)
+    return row
+
+
+def cold(argv):
+    parser = argparse.ArgumentParser(prog="tools/decode_floor.py cold")
+    parser.add_argument("--batches", default=",".join(map(str, (*DECODE_BATCHES, 128, 256, 512))))
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    model = MODELS["gpt-oss-120b"]
+    ceilings = measure_ceilings()
+    base = make_expert_params(model, "cuda")
+    layers = [base] + [_clone(base) for _ in range(COLD_COPIES - 1)]
+    kernels = {p: [bmm1.prepare_weights(c.weights, precision=p) for c in layers] for p in ("fast", "accurate")}
+    vendors = [VendorWeights(c.weights) for c in layers]
+    one = torch.zeros(1, device="cuda", dtype=torch.int32)
+    empty_us = rotated_us([partial(_nothing[(1,)], one)], 1)
+    print(f"ceilings: read {ceilings['read_bw'] / 1e12:.2f} TB/s; empty kernel {empty_us:.2f} us a call", flush=True)
+    rows = []
+    for routing in ("uniform", "zipf"):
+        for batch in map(int, args.batches.split(",")):
+            row = cold_row(Case(model, routing, batch, decode=batch in DECODE_BATCHES), layers, kernels, vendors,
+                           ceilings)  # fmt: skip
+            if not row:
+                continue
+            rows.append(row)
+            print("  ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+            if args.json:  # after every case: a run cut short keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump({"device": torch.cuda.get_device_name(), "ceilings": ceilings, "empty_us": empty_us,
+                               "calls": CALLS, "rows": rows}, f, indent=1)  # fmt: skip
+
+
 if __name__ == "__main__":
-    {"floor": floor, "reads": reads, "splits": splits}[sys.argv[1]]()
+    if sys.argv[1] == "cold":
+        cold(sys.argv[2:])
+    else:
+        {"floor": floor, "reads": reads, "splits": splits}[sys.argv[1]]()
