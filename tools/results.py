@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import mutants  # noqa: E402
 import ncu_regions  # noqa: E402
 import sanitize_case  # noqa: E402
+from decode_floor import DECODE_TILE, READ_PROGRAMS  # noqa: E402
 
 
 def _rel(path: Path) -> str:
@@ -578,6 +579,79 @@ def _decode_floor() -> list[str]:
     ]
 
 
+def _decode_cold() -> tuple[str, list[str]]:
+    """decode_cold.json (tools/decode_floor.py cold): its summary line for the page's opening, and its section."""
+    data = json.loads((FAST / "decode_cold.json").read_text())
+    rows = data["rows"]
+    saves = sorted(_baselines("mxfp4").glob("*.json"))  # each case from the newest save holding it, as the gate
+    gate = {b["extra_info"]["case"]: b["extra_info"] for p in saves for b in json.loads(p.read_text())["benchmarks"]}
+    small = [r for r in rows if _rows_per_slice(r) <= 16]
+    cold_roof = geometric_mean([r["roof_us"] / r["fast_cold"] for r in small])
+    gate_roof = geometric_mean([gate[r["case"]]["pct_roof"] for r in small])
+    one = next(r for r in rows if r["case"].endswith("zipf-decode-bs1"))
+    few = [r for r in rows if r["active_experts"] <= 3]
+    many = [r for r in rows if r["active_experts"] >= 9]
+    added = [r["fast_cold"] - r["fast_warm"] for r in few]
+    moved = [r["fast_cold"] / r["fast_warm"] for r in many]
+    forms = ("fast_decode_tile_cold", "fast_k1_cold", "fast_k2_cold", "fast_k4_cold")
+    decode = [r for r in rows if "decode" in r["case"]]
+    best = [min(r[f] for f in forms) / r["fast_cold"] for r in decode]
+    command = "`python tools/decode_floor.py cold --json results/h200/fast/decode_cold.json`"
+    opening = (
+        f"- In device time with the weights cold ({command}; below): batch 1 (zipf-decode-bs1) "
+        f"{one['fast_cold']:.1f} us (a plain read of its weights {one['read_cold']:.1f} us, triton_kernels "
+        f"{one['peer_cold']:.1f}, the vendor {one['vendor_cold']:.1f}); up to 16 rows per slice ({len(small)} cases) "
+        f"{cold_roof:.1%} of roofline in geometric mean, {gate_roof:.1%} on the same cases as the gate times them."
+    )
+
+    def us(r, key):
+        return f"{r[key]:.1f}" if key in r else "-"
+
+    section = [
+        f"Per call, {data['calls']} or more calls captured in one graph, each call on a copy of the layer's weights "
+        "in turn (the kernel's at each precision, the peer's, the vendor's, a plain reader's buffers), as many copies "
+        "as keep each call's weights out of L2 until it comes round again (the others' bytes at least twice the "
+        "L2's 50 MB: 16 copies for one expert, 2 from 16); warm: one copy, its weights in L2 where they fit. The "
+        "weights of a model's other layers pass between two calls of one layer: cold is what a decode step sees. "
+        f"x, the routing and the bias stay the same (in L2). {data['device']}; read ceiling "
+        f"{data['ceilings']['read_bw'] / 1e12:.2f} TB/s; an empty kernel {data['empty_us']:.2f} us a call. The "
+        f"plain read: the call's weight bytes (MXFP4 codes and scales of its active experts) on {READ_PROGRAMS} "
+        "programs (`tools/read_ceiling.py`'s reader). Command: " + command + ".",
+        "",
+        f"- Batch 1 (zipf-decode-bs1, one expert's 8.8 MB): {one['fast_cold']:.1f} us fast, "
+        f"{one['accurate_cold']:.1f} accurate, a plain read {one['read_cold']:.1f}, triton_kernels "
+        f"{one['peer_cold']:.1f}, the vendor {one['vendor_cold']:.1f}; its roofline {one['roof_us']:.1f} us.",
+        f"- Up to 16 rows per slice ({len(small)} cases): fast {cold_roof:.1%} of roofline in geometric mean cold; "
+        f"the gate's baseline (one replay a call, the same weights every call) {gate_roof:.1%} on these cases.",
+        f"- Cold against warm: {min(added):.1f} to {max(added):.1f} us more a call where 1-3 experts run "
+        f"({len(few)} cases), {min(moved):.3f}x to {max(moved):.3f}x the time from 9 experts ({len(many)} cases).",
+        f"- The fast kernel takes {min(r['fast_cold'] / r['read_cold'] for r in rows):.2f}x to "
+        f"{max(r['fast_cold'] / r['read_cold'] for r in rows):.2f}x a plain read's time, "
+        f"{min(r['peer_cold'] / r['fast_cold'] for r in rows):.2f}x to "
+        f"{max(r['peer_cold'] / r['fast_cold'] for r in rows):.2f}x faster than triton_kernels, "
+        f"{min(r['vendor_cold'] / r['fast_cold'] for r in rows):.2f}x to "
+        f"{max(r['vendor_cold'] / r['fast_cold'] for r in rows):.2f}x faster than the vendor.",
+        f"- The fast precision's other decode forms, cold (the decode tile `{_short_config(str(DECODE_TILE))}`; the "
+        f"table's tile at 1, 2 and 4 K splits): the best of them {min(best):.3f}x to {max(best):.3f}x the table's "
+        f"time on the {len(decode)} decode cases.",
+        "",
+        "| case | rows | experts | copies | roofline | read | fast cold | fast warm | accurate cold | accurate warm "
+        "| peer cold | peer warm | vendor cold | vendor warm | fast % roof | decode tile | 1 split | 2 splits "
+        "| 4 splits |",
+        "|---|---:|---:|---:|" + "---:|" * 15,
+        *(
+            f"| {r['case']} | {r['tokens']} | {r['active_experts']} | {r['copies']} | {r['roof_us']:.1f} | "
+            f"{r['read_cold']:.1f} | {r['fast_cold']:.1f} | {r['fast_warm']:.1f} | {r['accurate_cold']:.1f} | "
+            f"{r['accurate_warm']:.1f} | {us(r, 'peer_cold')} | {us(r, 'peer_warm')} | {r['vendor_cold']:.1f} | "
+            f"{r['vendor_warm']:.1f} | {r['roof_us'] / r['fast_cold']:.1%} | "
+            + " | ".join(us(r, f) for f in forms)
+            + " |"
+            for r in rows
+        ),
+    ]
+    return opening, section
+
+
 SPLITS_LINE = re.compile(
     r"^(?P<case>\S+) k_splits=(?P<s>\d+): one graph (?P<graph>[\d.]+) us, suite (?P<suite>[\d.]+) us", re.M
 )
@@ -887,6 +961,8 @@ def fast() -> str:
         "",
         *fp8_summary,
         "",
+        _decode_cold()[0],
+        "",
         f"Beside the accurate precision: gpt-oss-120b, {len(rows)} cases (every other ladder batch size from 128 "
         "and the decode sizes 1-64 with rows on the shard, both routings), "
         f"{fast_data['device']['name']}; ceilings measured in the run: read {ceilings['read_bw'] / 1e12:.2f} TB/s, "
@@ -1154,6 +1230,10 @@ def fast() -> str:
         "## Decode: what bounds it",
         "",
         *_decode_floor(),
+        "",
+        "## Decode in device time, the weights cold",
+        "",
+        *_decode_cold()[1],
         "",
         "## What bounds each size",
         "",
