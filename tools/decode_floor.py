@@ -10,6 +10,9 @@
                                           # layers run between two calls of this one: the kernel at both precisions,
                                           # the decode tile, the peer, the vendor anchor and a plain read of the
                                           # same bytes, each on rotated copies of its weights, 20+ calls a graph
+    python3 tools/decode_floor.py cold-forms --cases zipf-decode-bs1,... --forms "table;num_stages=8;..." [--json F]
+                                          # the fast table's tile with fields replaced, cold as above, each form's
+                                          # output against the table's byte for byte
 
 The fast precision's kernel, gpt-oss-120b. results/h200/fast/decode_floor_*.log hold the H200's figures.
 """
@@ -28,6 +31,7 @@ from read_ceiling import triton_read
 
 from moe_gather import bmm1, peer
 from moe_gather._sm90 import Sm90Config
+from moe_gather._table import parse_fields
 from moe_gather.bench import VendorWeights, measure_ceilings, vendor_call
 from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.mxfp4 import MXFP4Weights
@@ -205,8 +209,41 @@ def cold(argv):
                                "calls": CALLS, "rows": rows}, f, indent=1)  # fmt: skip
 
 
+def cold_forms(argv):
+    parser = argparse.ArgumentParser(prog="tools/decode_floor.py cold-forms")
+    parser.add_argument("--cases", required=True, help="gpt-oss-120b case names, comma-separated")
+    parser.add_argument("--forms", required=True, help="';'-separated: 'table', or fields replacing the table's")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    model = MODELS["gpt-oss-120b"]
+    base = make_expert_params(model, "cuda")
+    layers = [base] + [_clone(base) for _ in range(COLD_COPIES - 1)]
+    weights = [bmm1.prepare_weights(c.weights, precision="fast") for c in layers]
+    rows = []
+    for name in args.cases.split(","):
+        problems = [make_problem(Case.named(model, name), "cuda", layer) for layer in layers]
+        copies = copies_for(problems[0].active_experts() * model.expert_weight_bytes)
+        table = bmm1.select_config(problems[0].routing.ragged, precision="fast")
+        expected = bmm1.run_problem(problems[0], weights[0]).view(torch.uint8).clone()
+        out = torch.empty_like(expected).view(torch.float8_e4m3fn)
+        for form in args.forms.split(";"):
+            config = table if form == "table" else dataclasses.replace(table, **parse_fields(form, table))
+            pairs = zip(problems, weights, strict=True)
+            calls = [partial(bmm1.run_problem, p, w, out, config=config) for p, w in pairs]
+            us = rotated_us(calls, copies)
+            calls[0]()
+            equal = float((out.view(torch.uint8) == expected).float().mean())
+            rows.append({"case": name, "form": form, "us": us, "equal": equal, "copies": copies})
+            print(f"{name:24s} {form:45s} {us:7.2f} us  equal {equal:.4f}", flush=True)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "cold":
         cold(sys.argv[2:])
+    elif sys.argv[1] == "cold-forms":
+        cold_forms(sys.argv[2:])
     else:
         {"floor": floor, "reads": reads, "splits": splits}[sys.argv[1]]()

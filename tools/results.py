@@ -652,6 +652,30 @@ def _decode_cold() -> tuple[str, list[str]]:
     return opening, section
 
 
+def _decode_cold_forms() -> list[str]:
+    """decode_cold_forms.json (tools/decode_floor.py cold-forms): the table's first entry with fields replaced, cold."""
+    data = json.loads((FAST / "decode_cold_forms.json").read_text())
+    cases = list(dict.fromkeys(r["case"] for r in data["rows"]))
+    forms = list(dict.fromkeys(r["form"] for r in data["rows"]))
+    times = {(r["case"], r["form"]): [] for r in data["rows"]}
+    for r in data["rows"]:
+        times[r["case"], r["form"]].append(r["us"])
+    if any(r["equal"] != 1.0 for r in data["rows"]):
+        raise SystemExit("decode_cold_forms.json: a form's output differs from the table's")
+    return [
+        "The fast table's choice with fields replaced, cold as above, its output equal to the table's byte for byte on "
+        "every case (`decode_cold_forms.json`: `python tools/decode_floor.py cold-forms --cases "
+        f'{",".join(cases)} --forms "{";".join(forms)};table" --json ...`; the table first and last), us:',
+        "",
+        "| form | " + " | ".join(cases) + " |",
+        "|---|" + "---:|" * len(cases),
+        *(
+            f"| `{form}` | " + " | ".join(" / ".join(f"{t:.2f}" for t in times[case, form]) for case in cases) + " |"
+            for form in forms
+        ),
+    ]
+
+
 SPLITS_LINE = re.compile(
     r"^(?P<case>\S+) k_splits=(?P<s>\d+): one graph (?P<graph>[\d.]+) us, suite (?P<suite>[\d.]+) us", re.M
 )
@@ -1234,6 +1258,8 @@ def fast() -> str:
         "## Decode in device time, the weights cold",
         "",
         *_decode_cold()[1],
+        "",
+        *_decode_cold_forms(),
         "",
         "## What bounds each size",
         "",
