@@ -21,21 +21,26 @@ the item's epilogue. docs/sm90.md has the design and the measurements.
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
 from ._sm90 import (
     _FAST_ACC_SCALE,
     _MX_BLOCK,
     _ROW_BLOCK,
     _TILE_K,
+    _a_operand_folded,
     _Buffers,
     _fast_chain,
     _folded,
     _k_steps,
     _narrowing,
     _promote,
+    _ref_scales,
     _swiglu_tile,
+    _tile_words,
     _w_row,
+    _words_layout,
+    _x_block,
     _x_rows,
 )
 from ._sm90_config import WS_MAXNREG
@@ -43,8 +48,9 @@ from ._sm90_config import WS_MAXNREG
 PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg); WS_MAXNREG caps the 12 warps at launch
 # On the fp8 layout the producer copies twice the weight bytes (17 copies a K tile): at 24 registers it spills 17
 # instructions a K tile, and the consumers wait on their slots; at 56 none (its loop 88 SASS), the consumers at 224
-# (no fold to hold).
-FP8_PRODUCER_REGS = 56
+# (no fold to hold). On 256-token items (two halves) it copies twice x's rows (21 copies a K tile) and takes the same
+# 56: at 24 the consumers starve (1.33x the time), at 40 they take 1.04x-1.10x the time of 56.
+WIDE_PRODUCER_REGS = 56
 
 
 def consumer_regs(maxnreg: int, producer_regs: int = PRODUCER_REGS) -> int:
@@ -258,6 +264,85 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
 
 
 @gluon.jit
+def _landed_halves(rings, step, WG: gl.constexpr, STAGES: gl.constexpr):
+    """_landed for two 128-token halves: the first half as x, the second as x_tail."""
+    whole = _landed(rings, step, WG, 4 * _ROW_BLOCK, STAGES)
+    HALF: gl.constexpr = 2 * _ROW_BLOCK
+    return _Buffers(whole.x.slice(0, HALF, dim=0), whole.w, whole.s, whole.x.slice(HALF, HALF, dim=0))
+
+
+@gluon.jit
+def _half_chain(a0, a1, a2, a3, x_tile, part, BLOCKS: gl.constexpr):
+    """One token half's chain of a K tile's first BLOCKS wgmmas on the folded weights a0..a3, waited on."""
+    part = warpgroup_mma(a0, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
+    if BLOCKS > 1:
+        part = warpgroup_mma(a1, _x_block(x_tile, 1), part, is_async=True)
+    if BLOCKS > 2:
+        part = warpgroup_mma(a2, _x_block(x_tile, 2), part, is_async=True)
+    if BLOCKS > 3:
+        part = warpgroup_mma(a3, _x_block(x_tile, 3), part, is_async=True)
+    return warpgroup_mma_wait(num_outstanding=0, deps=(part,))
+
+
+@gluon.jit
+def _halves_tile(stage: _Buffers, part, acc0, acc1, BLOCKS: gl.constexpr):
+    """A K tile on two token halves (stage.x, stage.x_tail) of one fold: the weights folded once and kept in
+    registers, each half's chain promoted into its own sum before the next half's chain takes the partial."""
+    acc_layout: gl.constexpr = part.type.layout
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
+    blocks = _tile_words(stage, _ROW_BLOCK, _words_layout(_ROW_BLOCK, gl.num_warps()))
+    sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
+    sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+    ref = _ref_scales(stage, acc_layout)[:, None]
+    a0 = _a_operand_folded(blocks[0], sw, 0, _ROW_BLOCK, a_layout)
+    a1 = a0
+    a2 = a0
+    a3 = a0
+    if BLOCKS > 1:
+        a1 = _a_operand_folded(blocks[1], sw, 1, _ROW_BLOCK, a_layout)
+    if BLOCKS > 2:
+        a2 = _a_operand_folded(blocks[2], sw, 2, _ROW_BLOCK, a_layout)
+    if BLOCKS > 3:
+        a3 = _a_operand_folded(blocks[3], sw, 3, _ROW_BLOCK, a_layout)
+    part = _half_chain(a0, a1, a2, a3, stage.x, part, BLOCKS)
+    acc0 = _promote(part, ref, acc0)
+    part = _half_chain(a0, a1, a2, a3, stage.x_tail, part, BLOCKS)
+    acc1 = _promote(part, ref, acc1)
+    return part, acc0, acc1
+
+
+@gluon.jit
+def _consume_halves(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.constexpr, STAGES: gl.constexpr):
+    """Consumer WG's K loop on an item of two 128-token halves (BLOCK_M 256, the packed words): each K tile's words
+    folded once for both (_halves_tile), its slot released once both halves' wgmmas are done; then each half's
+    epilogue."""
+    bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, expert, pid_n, size, start, m0 = epi
+    K_TILES: gl.constexpr = _k_steps(K)[0]
+    LAST_BLOCKS: gl.constexpr = _k_steps(K)[1]
+    FIRST: gl.constexpr = _k_steps(K)[2]
+    HALF: gl.constexpr = 2 * _ROW_BLOCK
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, HALF, 32]
+    )
+    acc0 = gl.zeros((_ROW_BLOCK, HALF), dtype=gl.float32, layout=acc_layout)
+    acc1 = gl.zeros((_ROW_BLOCK, HALF), dtype=gl.float32, layout=acc_layout)
+    part = gl.zeros((_ROW_BLOCK, HALF), dtype=gl.float32, layout=acc_layout)
+    if FIRST:  # ring step 0: the partial tile's blocks
+        part, acc0, acc1 = _halves_tile(_landed_halves(rings, step, WG, STAGES), part, acc0, acc1, LAST_BLOCKS)
+        mbarrier.arrive(rings[4].index(step % STAGES), count=1)
+    for t in range(FIRST, K_TILES):
+        landed = _landed_halves(rings, step + t, WG, STAGES)
+        part, acc0, acc1 = _halves_tile(landed, part, acc0, acc1, _TILE_K // _MX_BLOCK)
+        mbarrier.arrive(rings[4].index((step + t) % STAGES), count=1)
+    block = 2 * pid_n + WG  # this warpgroup's 64-row column block
+    row0 = expert.to(gl.int64) * N + block * _ROW_BLOCK
+    _swiglu_tile(acc0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start, size, N,
+                 _FAST_ACC_SCALE)  # fmt: skip
+    _swiglu_tile(acc1, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0 + HALF, block, start,
+                 size, N, _FAST_ACC_SCALE)  # fmt: skip
+
+
+@gluon.jit
 def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
              STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
              LAG: gl.constexpr):  # fmt: skip
@@ -277,6 +362,8 @@ def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: g
                 _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 4, STAGES, SPLIT_K, hand, CHUNK, LAG)
             elif NARROW >= 1 and size - m0 <= BLOCK_M // 2:
                 _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 2, STAGES, SPLIT_K, hand, CHUNK, LAG)
+            elif BLOCK_M == 4 * _ROW_BLOCK:  # two 128-token halves of one fold
+                _consume_halves(WG, rings, epi, step, K, N, STAGES)
             else:
                 _consume_width(WG, rings, epi, step, K, N, BLOCK_M, STAGES, SPLIT_K, hand, CHUNK, LAG)
             step += K_TILES
@@ -379,8 +466,8 @@ def ws_constexprs(config, k: int, n: int) -> dict:
 
 
 def producer_regs(config) -> int:
-    """The producer's registers: more where it copies the fp8 layout's bytes (FP8_PRODUCER_REGS)."""
-    return FP8_PRODUCER_REGS if config.fp8_layout else PRODUCER_REGS
+    """The producer's registers: more where it copies the fp8 layout's bytes or 256 token rows (WIDE_PRODUCER_REGS)."""
+    return WIDE_PRODUCER_REGS if config.fp8_layout or config.block_m == 4 * _ROW_BLOCK else PRODUCER_REGS
 
 
 def launch_options(config) -> dict:

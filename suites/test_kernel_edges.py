@@ -13,6 +13,7 @@ from _plans import (
     BULK_PLAN,
     DECODE_PLANS,
     FP8_CHUNKS,
+    HALVES_PLAN,
     K_SPLITS_PLANS,
     PERSISTENT_PLAN,
     SLOTS_PLAN,
@@ -403,6 +404,7 @@ OPT_IN_PLANS = [
     FAST_PAIRS_PLAN,
     WS_CONFIG,
     dataclasses.replace(WS_CONFIG, persistent=True),
+    HALVES_PLAN,
     # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
     *SPLIT_K_PLANS,
     *K_SPLITS_PLANS,
@@ -423,6 +425,25 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     if config.warp_specialized and not config.split_k:
         table = bmm1.run_problem(problem, weights, config=_entry(weights, -1))
         assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
+
+
+# Slices whose last tile at block_m 256 takes a quarter (64 rows or fewer), a half (65-128) or both halves (129-256,
+# the second partly empty), and slices of more than one such tile.
+HALVES_SIZES = [1, 64, 65, 128, 129, 200, 255, 256, 257, 300, 384, 513, 0, 0, 0, 600]
+
+
+@pytest.mark.parametrize("k", [96, 384, 2880])
+def test_warp_specialized_halves(sm90, k):
+    """The warp-specialized tile on 256-token items (each consumer's fold serving two 128-token halves) on slices of
+    every width it takes, K under a tile, an odd count of whole tiles and gpt-oss's: against the reference, and byte
+    for byte against the table's block_m 128 entry (the same chains and promotions in the same order)."""
+    model, k_params = _k_params(k)
+    problem = make_problem(Case(model, "uniform", sum(HALVES_SIZES)), "cuda", k_params)
+    problem = dataclasses.replace(problem, routing=_sized_routing(HALVES_SIZES))
+    weights = _k_weights(k, "fast")
+    out = _check(problem, weights, f"K = {k}, {HALVES_PLAN}", config=HALVES_PLAN, out=poisoned_output(problem))
+    table = bmm1.run_problem(problem, weights, config=_entry(weights, -1))
+    assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
 # The fast precision's fp8 layout read by each entry of its tables (the packed words' and the fp8 one's), its K tiles

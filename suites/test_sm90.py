@@ -12,6 +12,7 @@ from _plans import (
     BULK_PLAN,
     DECODE_PLANS,
     FP8_CHUNKS,
+    HALVES_PLAN,
     K_SPLITS_PLANS,
     PERSISTENT_PLAN,
     WIDE_PLAN,
@@ -736,7 +737,7 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
     others = ({"block_m": 32}, {"num_warps": 4}, {"parity_rings": True}, {"overlap_tiles": 2, "parity_rings": True},
               {"tail_rows": 16}, {"maxnreg": 200}, {"num_stages": 8})  # fmt: skip
     for fields in others:
-        with pytest.raises(ValueError, match=r"takes block_m 64 or 128 \(16, 32 or 64 with split_k\), num_"):
+        with pytest.raises(ValueError, match=r"takes block_m 64 or 128 \(256 on the packed words without lag; 16, "):
             replace(WS_CONFIG, **fields)
     split_k_others = ({"block_m": 8}, {"block_m": 128}, {"maxnreg": 40}, {"maxnreg": 176}, {"parity_rings": True},
                       {"num_stages": 2})  # fmt: skip
@@ -747,8 +748,10 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
         _sm90.Sm90Config(32, 4, 8, split_k=True)
     # on the fp8 layout at most 5 stages of 32.5 KB (7 of 24.5 at block_m 64); lag needs the chunks it holds back and 2
     # stages more
+    # at block_m 256 at most 4 stages of 40.5 KB, on the packed words, without lag
     for fields in ({"fp8_layout": True, "num_stages": 6}, {"fp8_layout": True, "num_stages": 8, "block_m": 64},
-                   {"lag": 2}, {"lag": 1, "num_stages": 5, "overlap_tiles": 4}):  # fmt: skip
+                   {"lag": 2}, {"lag": 1, "num_stages": 5, "overlap_tiles": 4}, {"block_m": 256, "num_stages": 5},
+                   {"block_m": 256, "fp8_layout": True}, {"block_m": 256, "lag": 1}):  # fmt: skip
         with pytest.raises(ValueError, match="warp_specialized takes block_m 64 or 128"):
             replace(WS_CONFIG, **fields)
     for base, fields in ((SPLIT_K_CONFIG, {"lag": 1, "split_k": False, "warp_specialized": False}),
@@ -759,7 +762,7 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
     for base, fields in ((_sm90.Sm90Config(32, 4, 8), {}), *((PERSISTENT_PLAN, f) for f in others)):
         with pytest.raises(ValueError, match="persistent is the warp-specialized tile's, or the fp8 layout's"):
             replace(base, persistent=True, **fields)
-    assert SPLIT_K_CONFIG.block_n == 64 and WS_CONFIG.block_n == 128
+    assert SPLIT_K_CONFIG.block_n == 64 and WS_CONFIG.block_n == 128 and HALVES_PLAN.block_n == 128
 
 
 def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
@@ -874,6 +877,31 @@ def test_warp_specialized_consumers_synchronize_on_their_own_warpgroup(tmp_path)
         barriers = [t for t in instructions if t.startswith("BAR.SYNC")]
         assert barriers and all(t.endswith("0x80") for t in barriers), barriers
         assert not any(name.startswith(("STL", "LDL")) for name in loop) and len(loop) <= 425, len(loop)
+
+
+def test_warp_specialized_halves_fold_once_for_256_tokens(tmp_path):
+    """At block_m 256 a consumer's loop is one K tile on two 128-token halves: its words folded once (two PRMT a word,
+    16 a tile), each half's four wgmmas on the same registers and its own promotion (one FFMA an accumulator element
+    a half), the slot waited on and released once; spill-free, 294 SASS against the pairs' 409 for as many tokens
+    and K tiles. The producer (WIDE_PRODUCER_REGS) copies 16 x pieces, 4 of words and the scales a K tile; the ring
+    of 4 stages and the epilogues fit the multiprocessor."""
+    kernel = compile_sm90_ws(HALVES_PLAN)
+    ptx = kernel.asm["ptx"]
+    regs = _sm90_ws.producer_regs(HALVES_PLAN)
+    assert regs == _sm90_ws.WIDE_PRODUCER_REGS and f"setmaxnreg.dec.sync.aligned.u32 \t{regs};" in ptx
+    assert f"setmaxnreg.inc.sync.aligned.u32 \t{_sm90_ws.consumer_regs(_sm90_ws.WS_MAXNREG, regs)};" in ptx
+    wgmma = "QGMMA.64x128x32.F32.E4M3.E4M3"
+    loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, {wgmma})
+    halves = sorted((loop for loop in loops if loop.count(wgmma) == 8 and loop.count("PRMT") == 16), key=len)
+    assert len(halves) >= 2, [len(loop) for loop in loops]
+    for loop in halves[:2]:  # each consumer's
+        assert loop.count("FFMA") == 2 * 64 and loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 1
+        assert loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 1
+        assert not any(op.startswith(("STL", "LDL")) for op in loop) and len(loop) <= 300, len(loop)
+    copies = innermost_loops_sass(kernel.asm["cubin"], tmp_path, set())
+    producer = [loop for loop in copies if "ARRIVES.LDGSTSBAR.64.ARVCNT" in loop]
+    assert producer and all(sum(op.startswith("LDGSTS") for op in loop) == 21 for loop in producer)
+    assert kernel.metadata.shared <= 227 * 1024
 
 
 @pytest.mark.parametrize("plan", ["pairs", "chunks", "lag", "table", "m64-7"])
