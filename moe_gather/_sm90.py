@@ -50,6 +50,7 @@ from ._sm90_config import (
     FP8_WS,
     FP8_WS_FROM,
     TABLES,
+    WS_HALVES,
     Sm90Config,
     decode_configs,
     f16_config,
@@ -82,7 +83,7 @@ from .mxfp4 import MX_BLOCK
 __all__ = [
     "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_FP8_CONFIGS",
     "FAST_TABLE_HI", "FAST_TABLE_LO", "FAST_WINDOW", "FORCE_ENV", "FP8_CHUNKS", "FP8_WS", "FP8_WS_FROM",
-    "LAYOUTS", "PRECISIONS", "TABLES",
+    "LAYOUTS", "PRECISIONS", "TABLES", "WS_HALVES",
     "FoldError", "Sm90Config", "Sm90Weights", "decode_configs", "emulate_dequant", "f16_config", "launch",
     "layout_refusal", "packed_words_config", "prepare_for", "prepare_weights", "row_major_words", "runs_as",
     "select_config", "table",

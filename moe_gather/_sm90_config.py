@@ -209,6 +209,9 @@ FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overla
 FP8_WS = Sm90Config(
     128, 5, 8, narrow_last_tile=2, warp_specialized=True, persistent=True, fp8_layout=True, bulk_weights=True
 )
+# The warp-specialized tile on 256-token items of the packed words (opt-in): each consumer folds a K tile once for two
+# 128-token halves; one program a multiprocessor.
+WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, persistent=True)
 
 # The fast precision's table: one partial per K tile (its promotion is a quarter of the accurate path's), so block_m
 # 128 drops two_partials; block_m 64 takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time

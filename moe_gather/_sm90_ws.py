@@ -49,7 +49,7 @@ PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg); WS_MAXNREG cap
 # On the fp8 layout the producer copies twice the weight bytes (17 copies a K tile): at 24 registers it spills 17
 # instructions a K tile, and the consumers wait on their slots; at 56 none (its loop 88 SASS), the consumers at 224
 # (no fold to hold). On 256-token items (two halves) it copies twice x's rows (21 copies a K tile) and takes the same
-# 56: at 24 the consumers starve (1.33x the time), at 40 they take 1.04x-1.10x the time of 56.
+# 56: at 24 the consumers starve (1.34x-1.42x the time of 40), at 40 they take 1.04x-1.10x the time of 56.
 WIDE_PRODUCER_REGS = 56
 
 

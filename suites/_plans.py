@@ -9,7 +9,7 @@ from moe_gather import _sm90
 WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=True)
 
 # It on 256-token items (the packed words): each consumer folds a K tile once for two 128-token halves; persistent.
-HALVES_PLAN = replace(WS_CONFIG, block_m=256, persistent=True)
+HALVES_PLAN = _sm90.WS_HALVES
 
 # It on the fp8 layout's bytes (wgmma's A from shared memory; the fast fp8 table's block_m 128 entry, "table"): K
 # tiles in pairs, in chunks of four, consumer 1 a chunk of two behind consumer 0 (lag: each one's epilogue under the

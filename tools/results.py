@@ -25,7 +25,7 @@ BASELINES = ROOT / "baselines" / "nvidia-h200" / "Linux-CPython-3.12-64bit"
 sys.path.insert(0, str(ROOT))
 
 from moe_gather import accuracy  # noqa: E402
-from moe_gather._sm90_config import FP8_CHUNKS, FP8_WS, Sm90Config  # noqa: E402
+from moe_gather._sm90_config import FP8_CHUNKS, FP8_WS, WS_HALVES, Sm90Config  # noqa: E402
 from moe_gather.bench import summarize  # noqa: E402
 from moe_gather.benchmarking import baseline_folder_name  # noqa: E402
 from moe_gather.problem import DECODE_BATCHES, MODELS  # noqa: E402
@@ -478,6 +478,37 @@ def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
         cells = [f"{rows[0]['us']:.1f}", *(f"{r['us']:.1f} | {r['us'] / first:.3f}" for r in rows[1:])]
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _halves() -> list[str]:
+    """The warp-specialized tile on 256-token items (WS_HALVES) against the table's choice, its tests, sanitizers."""
+    fields = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in dataclasses.asdict(WS_HALVES).items())
+    names = ("sweep_halves.json", "sweep_halves_bound.json")
+    rows = [r for name in names for r in json.loads((FAST / name).read_text())]
+    by_case: dict[str, list[dict]] = {}
+    for r in rows:
+        by_case.setdefault(r["case"], []).append(r)
+    if any(len({r["bitwise"] for r in runs}) != 1 for runs in by_case.values()):
+        raise SystemExit("sweep_halves*.json: a config's outputs agree with the reference differently")
+    ratios = {case: runs[1]["us"] * 2 / (runs[0]["us"] + runs[2]["us"]) for case, runs in by_case.items()}
+    return [
+        f"`{_short_config(str(WS_HALVES))}`: each consumer folds a K tile's words once and runs them on two "
+        "128-token halves, each half's four wgmmas on the same registers and its own promotion (docs/sm90.md). "
+        f"Against the table's choice on the packed words, run first and last: {min(ratios.values()):.3f}x to "
+        f"{max(ratios.values()):.3f}x its time (over the mean of its two runs), its outputs' agreement with the "
+        "reference the same on every case (`sweep_halves.json`, `sweep_halves_bound.json`: `python "
+        f'tools/sweep_sm90.py --precision fast --cases ... --configs "table;{fields};table" --json ...`):',
+        "",
+        *_config_sweep("sweep_halves.json", table_ends=True),
+        *_config_sweep("sweep_halves_bound.json", table_ends=True)[2:],
+        "",
+        f"Against the reference and the table's block_m 128 entry byte for byte: {_closing(FAST / 'halves_edges.log')} "
+        "(`halves_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k halves`: K = 96, "
+        "384 and 2880 on slices of every width it takes). compute-sanitizer with it forced (`halves_sanitize.log`: "
+        f"`PRECISION=fast MOE_GATHER_SM90_FORCE={fields} SANITIZE_CASES=... bash tools/sanitize.sh`):",
+        "",
+        *_sanitize_table(FAST / "halves_sanitize.log"),
+    ]
 
 
 def _decode_rows() -> str:
@@ -1250,6 +1281,10 @@ def fast() -> str:
         "the config column shows a forced field as its log prints it, 1 for True):",
         "",
         *_sanitize_table(FAST / "bulk_sanitize.log", FAST / "slots_sanitize.log"),
+        "",
+        "## 256-token items on the packed words (opt-in)",
+        "",
+        *_halves(),
         "",
         "## Decode: what bounds it",
         "",
