@@ -882,7 +882,7 @@ def test_warp_specialized_consumers_synchronize_on_their_own_warpgroup(tmp_path)
 def test_warp_specialized_halves_fold_once_for_256_tokens(tmp_path):
     """At block_m 256 a consumer's loop is one K tile on two 128-token halves: its words folded once (two PRMT a word,
     16 a tile), each half's four wgmmas on the same registers and its own promotion (one FFMA an accumulator element
-    a half), the slot waited on and released once; spill-free, 294 SASS against the pairs' 409 for as many tokens
+    a half), the slot waited on and released once; spill-free, 300 SASS against the pairs' 409 for as many tokens
     and K tiles. The producer (WIDE_PRODUCER_REGS) copies 16 x pieces, 4 of words and the scales a K tile; the ring
     of 4 stages and the epilogues fit the multiprocessor."""
     kernel = compile_sm90_ws(HALVES_PLAN)
