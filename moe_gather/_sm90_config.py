@@ -91,22 +91,23 @@ class Sm90Config:
                 f"Sm90Config: overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages or more, got {self}"
             )
         others = (self.tail_rows, self.two_partials, self.split_at, self.parity_rings)
-        block_ms = (16, 32, 64) if self.split_k else (64, 128) if self.fp8_layout or self.lag else (64, 128, 256)
+        block_ms = (16, 32, 64) if self.split_k else (64, 128) if self.lag else (64, 128, 256)
         chunk = self.overlap_tiles or 2
+        most_stages = {128: 5 if self.fp8_layout else 7, 256: 3 if self.fp8_layout else 4}.get(self.block_m, 7)
         if self.warp_specialized and (
             self.block_m not in block_ms
             or self.num_warps != 8
-            or self.num_stages > (5 if self.fp8_layout and self.block_m == 128 else 4 if self.block_m == 256 else 7)
+            or self.num_stages > most_stages
             or any(others)
             or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= WS_MAXNREG))
             or (self.split_k and (self.num_stages < 3 or self.overlap_tiles or self.fp8_layout or self.lag))
             or (self.lag and self.num_stages < self.lag * chunk + 2)
-        ):  # 8 stages of 24.5 KB (6 of 32.5 on the fp8 layout at block_m 128) and the epilogues' scratch pass 227 KB;
-            # block_m 64 on the fp8 layout (24.5 KB a stage) is held to the 7 measured
+        ):  # 8 stages of 24.5 KB (6 of 32.5 on the fp8 layout at block_m 128, 5 of 40.5 at 256, 4 of 48.5 on the fp8
+            # layout) and the epilogues' scratch pass 227 KB; block_m 64 on the fp8 layout is held to the 7 measured
             raise ValueError(
-                "Sm90Config: warp_specialized takes block_m 64 or 128 (256 on the packed words without lag; 16, 32 or"
-                " 64 with split_k), num_warps 8 (its consumers), num_stages up to 7 (5 with fp8_layout at block_m"
-                " 128, 4 at block_m 256; 3 or more with split_k,"
+                "Sm90Config: warp_specialized takes block_m 64 or 128 (256 without lag; 16, 32 or 64 with split_k),"
+                " num_warps 8 (its consumers), num_stages up to 7 (5 with fp8_layout at block_m 128, 4 at block_m"
+                " 256, 3 with fp8_layout; 3 or more with split_k,"
                 " lag * overlap_tiles + 2 or more with lag), maxnreg 48-168 only with split_k, none of tail_rows,"
                 " two_partials, split_at, parity_rings, and with split_k none of overlap_tiles, fp8_layout, lag, got"
                 f" {self}"

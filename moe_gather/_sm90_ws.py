@@ -292,21 +292,27 @@ def _halves_tile(stage: _Buffers, part, acc0, acc1, BLOCKS: gl.constexpr):
     """A K tile on two token halves (stage.x, stage.x_tail) of one fold: the weights folded once and kept in
     registers, each half's chain promoted into its own sum before the next half's chain takes the partial."""
     acc_layout: gl.constexpr = part.type.layout
-    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
-    blocks = _tile_words(stage, _ROW_BLOCK, _words_layout(_ROW_BLOCK, gl.num_warps()))
-    sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
-    sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
     ref = _ref_scales(stage, acc_layout)[:, None]
-    a0 = _a_operand_folded(blocks[0], sw, 0, _ROW_BLOCK, a_layout)
-    a1 = a0
-    a2 = a0
-    a3 = a0
-    if BLOCKS > 1:
-        a1 = _a_operand_folded(blocks[1], sw, 1, _ROW_BLOCK, a_layout)
-    if BLOCKS > 2:
-        a2 = _a_operand_folded(blocks[2], sw, 2, _ROW_BLOCK, a_layout)
-    if BLOCKS > 3:
-        a3 = _a_operand_folded(blocks[3], sw, 3, _ROW_BLOCK, a_layout)
+    if _folded(stage.w.dtype):  # the fp8 layout's bytes: each block's A straight from shared memory
+        a0 = stage.w.slice(0, _MX_BLOCK, dim=1)
+        a1 = stage.w.slice(_MX_BLOCK, _MX_BLOCK, dim=1)
+        a2 = stage.w.slice(2 * _MX_BLOCK, _MX_BLOCK, dim=1)
+        a3 = stage.w.slice(3 * _MX_BLOCK, _MX_BLOCK, dim=1)
+    else:
+        a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
+        blocks = _tile_words(stage, _ROW_BLOCK, _words_layout(_ROW_BLOCK, gl.num_warps()))
+        sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
+        sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+        a0 = _a_operand_folded(blocks[0], sw, 0, _ROW_BLOCK, a_layout)
+        a1 = a0
+        a2 = a0
+        a3 = a0
+        if BLOCKS > 1:
+            a1 = _a_operand_folded(blocks[1], sw, 1, _ROW_BLOCK, a_layout)
+        if BLOCKS > 2:
+            a2 = _a_operand_folded(blocks[2], sw, 2, _ROW_BLOCK, a_layout)
+        if BLOCKS > 3:
+            a3 = _a_operand_folded(blocks[3], sw, 3, _ROW_BLOCK, a_layout)
     part = _half_chain(a0, a1, a2, a3, stage.x, part, BLOCKS)
     acc0 = _promote(part, ref, acc0)
     part = _half_chain(a0, a1, a2, a3, stage.x_tail, part, BLOCKS)

@@ -737,7 +737,7 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
     others = ({"block_m": 32}, {"num_warps": 4}, {"parity_rings": True}, {"overlap_tiles": 2, "parity_rings": True},
               {"tail_rows": 16}, {"maxnreg": 200}, {"num_stages": 8})  # fmt: skip
     for fields in others:
-        with pytest.raises(ValueError, match=r"takes block_m 64 or 128 \(256 on the packed words without lag; 16, "):
+        with pytest.raises(ValueError, match=r"takes block_m 64 or 128 \(256 without lag; 16, 32 or 64 with split_k"):
             replace(WS_CONFIG, **fields)
     split_k_others = ({"block_m": 8}, {"block_m": 128}, {"maxnreg": 40}, {"maxnreg": 176}, {"parity_rings": True},
                       {"num_stages": 2})  # fmt: skip
@@ -748,7 +748,7 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
         _sm90.Sm90Config(32, 4, 8, split_k=True)
     # on the fp8 layout at most 5 stages of 32.5 KB (7 of 24.5 at block_m 64); lag needs the chunks it holds back and 2
     # stages more
-    # at block_m 256 at most 4 stages of 40.5 KB, on the packed words, without lag
+    # at block_m 256 at most 4 stages of 40.5 KB (3 of 48.5 on the fp8 layout), without lag
     for fields in ({"fp8_layout": True, "num_stages": 6}, {"fp8_layout": True, "num_stages": 8, "block_m": 64},
                    {"lag": 2}, {"lag": 1, "num_stages": 5, "overlap_tiles": 4}, {"block_m": 256, "num_stages": 5},
                    {"block_m": 256, "fp8_layout": True}, {"block_m": 256, "lag": 1}):  # fmt: skip
