@@ -10,6 +10,8 @@ WS_CONFIG = _sm90.Sm90Config(128, 4, 8, narrow_last_tile=2, warp_specialized=Tru
 
 # It on 256-token items (the packed words): each consumer folds a K tile once for two 128-token halves; persistent.
 HALVES_PLAN = _sm90.WS_HALVES
+# The same on the fp8 layout's bytes (wgmma's A from shared memory, the weights by TMA): 3 stages of 48.5 KB.
+HALVES_FP8_PLAN = replace(HALVES_PLAN, num_stages=3, fp8_layout=True, bulk_weights=True)
 
 # It on the fp8 layout's bytes (wgmma's A from shared memory; the fast fp8 table's block_m 128 entry, "table"): K
 # tiles in pairs, in chunks of four, consumer 1 a chunk of two behind consumer 0 (lag: each one's epilogue under the

@@ -13,6 +13,7 @@ from _plans import (
     BULK_PLAN,
     DECODE_PLANS,
     FP8_CHUNKS,
+    HALVES_FP8_PLAN,
     HALVES_PLAN,
     K_SPLITS_PLANS,
     PERSISTENT_PLAN,
@@ -432,17 +433,19 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
 HALVES_SIZES = [1, 64, 65, 128, 129, 200, 255, 256, 257, 300, 384, 513, 0, 0, 0, 600]
 
 
+@pytest.mark.parametrize("config", [HALVES_PLAN, HALVES_FP8_PLAN], ids=["words", "fp8-layout"])
 @pytest.mark.parametrize("k", [96, 384, 2880])
-def test_warp_specialized_halves(sm90, k):
-    """The warp-specialized tile on 256-token items (each consumer's fold serving two 128-token halves) on slices of
-    every width it takes, K under a tile, an odd count of whole tiles and gpt-oss's: against the reference, and byte
-    for byte against the table's block_m 128 entry (the same chains and promotions in the same order)."""
+def test_warp_specialized_halves(sm90, k, config):
+    """The warp-specialized tile on 256-token items (each consumer's K tile serving two 128-token halves: folded
+    once, or on the fp8 layout read from shared memory) on slices of every width it takes, K under a tile, an odd
+    count of whole tiles and gpt-oss's: against the reference, and byte for byte against the packed words' table's
+    block_m 128 entry (the same values, chains and promotions in the same order)."""
     model, k_params = _k_params(k)
     problem = make_problem(Case(model, "uniform", sum(HALVES_SIZES)), "cuda", k_params)
     problem = dataclasses.replace(problem, routing=_sized_routing(HALVES_SIZES))
-    weights = _k_weights(k, "fast")
-    out = _check(problem, weights, f"K = {k}, {HALVES_PLAN}", config=HALVES_PLAN, out=poisoned_output(problem))
-    table = bmm1.run_problem(problem, weights, config=_entry(weights, -1))
+    weights = _k_weights(k, "fast", "fp8" if config.fp8_layout else "mxfp4")
+    out = _check(problem, weights, f"K = {k}, {config}", config=config, out=poisoned_output(problem))
+    table = bmm1.run_problem(problem, weights, config=_sm90.FAST_CONFIGS[-1][1])
     assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 
