@@ -589,9 +589,7 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constex
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
     FOLDED: gl.constexpr = _folded(stage.w.dtype)  # the fold's bytes landed: A straight from shared memory
     if not FOLDED:
-        blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
-        sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
-        sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+        blocks, sw = _fold_inputs(stage, BLOCK_N)
     ref_rows = _ref_scales(stage, acc_layout)
     a = stage.w.slice(0, _MX_BLOCK, dim=1) if FOLDED else _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
@@ -608,6 +606,15 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constex
     if not TAIL_ROWS:
         part_e = part  # no tail rows: nothing issued for them
     return part, part_e, ref_rows
+
+
+@gluon.jit
+def _fold_inputs(stage: _Buffers, BLOCK_N: gl.constexpr):
+    """A landed K tile's packed words as its four blocks' [row, quad] and its rows' scale words broadcast to them: what
+    _a_operand_folded takes."""
+    blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
+    sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
+    return blocks, gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
 
 
 @gluon.jit

@@ -31,18 +31,18 @@ from ._sm90 import (
     _MX_BLOCK,
     _ROW_BLOCK,
     _TILE_K,
+    ROW_BLOCK,
     _a_operand_folded,
     _Buffers,
     _fast_chain,
+    _fold_inputs,
     _folded,
     _k_steps,
     _narrowing,
     _promote,
     _ref_scales,
     _swiglu_tile,
-    _tile_words,
     _w_row,
-    _words_layout,
     _x_block,
     _x_rows,
 )
@@ -275,15 +275,11 @@ def _landed_halves(rings, step, WG: gl.constexpr, STAGES: gl.constexpr):
 
 
 @gluon.jit
-def _half_chain(a0, a1, a2, a3, x_tile, part, BLOCKS: gl.constexpr):
-    """One token half's chain of a K tile's first BLOCKS wgmmas on the folded weights a0..a3, waited on."""
-    part = warpgroup_mma(a0, _x_block(x_tile, 0), part, use_acc=False, is_async=True)
-    if BLOCKS > 1:
-        part = warpgroup_mma(a1, _x_block(x_tile, 1), part, is_async=True)
-    if BLOCKS > 2:
-        part = warpgroup_mma(a2, _x_block(x_tile, 2), part, is_async=True)
-    if BLOCKS > 3:
-        part = warpgroup_mma(a3, _x_block(x_tile, 3), part, is_async=True)
+def _half_chain(a, x_tile, part, BLOCKS: gl.constexpr):
+    """One token half's chain of a K tile's first BLOCKS wgmmas on the blocks' A operands `a`, waited on."""
+    part = warpgroup_mma(a[0], _x_block(x_tile, 0), part, use_acc=False, is_async=True)
+    for j in gl.static_range(1, BLOCKS):
+        part = warpgroup_mma(a[j], _x_block(x_tile, j), part, is_async=True)
     return warpgroup_mma_wait(num_outstanding=0, deps=(part,))
 
 
@@ -300,9 +296,7 @@ def _halves_tile(stage: _Buffers, part, acc0, acc1, BLOCKS: gl.constexpr):
         a3 = stage.w.slice(3 * _MX_BLOCK, _MX_BLOCK, dim=1)
     else:
         a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
-        blocks = _tile_words(stage, _ROW_BLOCK, _words_layout(_ROW_BLOCK, gl.num_warps()))
-        sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
-        sw = gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+        blocks, sw = _fold_inputs(stage, _ROW_BLOCK)
         a0 = _a_operand_folded(blocks[0], sw, 0, _ROW_BLOCK, a_layout)
         a1 = a0
         a2 = a0
@@ -313,9 +307,10 @@ def _halves_tile(stage: _Buffers, part, acc0, acc1, BLOCKS: gl.constexpr):
             a2 = _a_operand_folded(blocks[2], sw, 2, _ROW_BLOCK, a_layout)
         if BLOCKS > 3:
             a3 = _a_operand_folded(blocks[3], sw, 3, _ROW_BLOCK, a_layout)
-    part = _half_chain(a0, a1, a2, a3, stage.x, part, BLOCKS)
+    a = (a0, a1, a2, a3)
+    part = _half_chain(a, stage.x, part, BLOCKS)
     acc0 = _promote(part, ref, acc0)
-    part = _half_chain(a0, a1, a2, a3, stage.x_tail, part, BLOCKS)
+    part = _half_chain(a, stage.x_tail, part, BLOCKS)
     acc1 = _promote(part, ref, acc1)
     return part, acc0, acc1
 
@@ -476,7 +471,7 @@ def ws_constexprs(config, k: int, n: int) -> dict:
 
 def producer_regs(config) -> int:
     """The producer's registers: more where it copies the fp8 layout's bytes or 256 token rows (WIDE_PRODUCER_REGS)."""
-    return WIDE_PRODUCER_REGS if config.fp8_layout or config.block_m == 4 * _ROW_BLOCK else PRODUCER_REGS
+    return WIDE_PRODUCER_REGS if config.fp8_layout or config.block_m == 4 * ROW_BLOCK else PRODUCER_REGS
 
 
 def launch_options(config) -> dict:

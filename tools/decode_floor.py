@@ -52,7 +52,7 @@ def suite_us(fn) -> float:
 
 def one_graph_us(fn) -> float:
     """Per call with CALLS calls in one graph: the host's launch cost paid once for all of them."""
-    return sustained_seconds(graphed(lambda: [fn() for _ in range(CALLS)]), iterations=1) / CALLS * 1e6
+    return rotated_us([fn], 1)
 
 
 def floor():
@@ -135,10 +135,14 @@ def rotated_us(calls, copies: int) -> float:
     return sustained_seconds(replay, iterations=1) / len(sequence) * 1e6
 
 
-def _clone(params: ExpertParams) -> ExpertParams:
-    """The same weights at other addresses (a copy of the model's layer), the bias shared (368 KB)."""
-    w = params.weights
-    return ExpertParams(MXFP4Weights(w.codes.clone(), w.scales.clone()), params.bias)
+def _layers(model) -> list[ExpertParams]:
+    """COLD_COPIES copies of the model's expert parameters: the same weights at other addresses (copies of a layer),
+    the bias shared (368 KB)."""
+    base = make_expert_params(model, "cuda")
+    w = base.weights
+    return [base] + [
+        ExpertParams(MXFP4Weights(w.codes.clone(), w.scales.clone()), base.bias) for _ in range(COLD_COPIES - 1)
+    ]
 
 
 def cold_row(case, layers, kernels, vendors, ceilings) -> dict | None:
@@ -187,8 +191,7 @@ def cold(argv):
     args = parser.parse_args(argv)
     model = MODELS["gpt-oss-120b"]
     ceilings = measure_ceilings()
-    base = make_expert_params(model, "cuda")
-    layers = [base] + [_clone(base) for _ in range(COLD_COPIES - 1)]
+    layers = _layers(model)
     kernels = {p: [bmm1.prepare_weights(c.weights, precision=p) for c in layers] for p in ("fast", "accurate")}
     vendors = [VendorWeights(c.weights) for c in layers]
     one = torch.zeros(1, device="cuda", dtype=torch.int32)
@@ -216,8 +219,7 @@ def cold_forms(argv):
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     model = MODELS["gpt-oss-120b"]
-    base = make_expert_params(model, "cuda")
-    layers = [base] + [_clone(base) for _ in range(COLD_COPIES - 1)]
+    layers = _layers(model)
     weights = [bmm1.prepare_weights(c.weights, precision="fast") for c in layers]
     rows = []
     for name in args.cases.split(","):

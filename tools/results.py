@@ -310,13 +310,22 @@ def _baselines(layout: str) -> Path:
     return ROOT / "baselines" / baseline_folder_name("NVIDIA H200", "fast", layout) / "Linux-CPython-3.12-64bit"
 
 
+def _saves(layout: str) -> dict[Path, list[dict]]:
+    """The fast gate's baseline files in a weight layout, oldest first: their benchmarks."""
+    return {p: json.loads(p.read_text())["benchmarks"] for p in sorted(_baselines(layout).glob("*.json"))}
+
+
+def _gate_rows(saves: dict[Path, list[dict]]) -> list[dict]:
+    """Each case's extra_info from the newest save holding it, as the gate judges it."""
+    return list({b["name"]: b["extra_info"] for benchmarks in saves.values() for b in benchmarks}.values())
+
+
 def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     """The fast gate's baseline in a weight layout against the bar: its summary lines and its per-case table (the fp8
     layout's: the cases whose config reads its bytes; the others run the mxfp4 layout's kernel)."""
-    saves = {p: json.loads(p.read_text())["benchmarks"] for p in sorted(_baselines(layout).glob("*.json"))}
+    saves = _saves(layout)
     paths = list(saves)
-    newest = {b["name"]: b["extra_info"] for benchmarks in saves.values() for b in benchmarks}
-    rows = list(newest.values())  # each test from the newest file holding it, as the gate judges it
+    rows = _gate_rows(saves)  # each test from the newest file holding it, as the gate judges it
     ladder = summarize([r for r in rows if "decode" not in r["case"]])
     decode = summarize([r for r in rows if "decode" in r["case"]])
     large, small_rows = _bar_rows(rows)
@@ -360,11 +369,17 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
 
 # FP8_CHUNKS's fields where it differs from the fast fp8 table's block_m 128 entry, as MOE_GATHER_SM90_FORCE takes
 # them (booleans 0 / 1): the commands of its forms on the fp8 layout.
-CHUNKS_FORCE = ",".join(
-    f"{f.name}={int(v) if isinstance(v, bool) else v}"
-    for f in dataclasses.fields(FP8_CHUNKS)
-    if (v := getattr(FP8_CHUNKS, f.name)) != getattr(FP8_WS, f.name)
-)
+def _force_fields(config: Sm90Config, unlike: Sm90Config | None = None) -> str:
+    """`config`'s fields (those that differ from `unlike`'s) as MOE_GATHER_SM90_FORCE and --configs take them."""
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return ",".join(
+        f"{k}={int(v) if isinstance(v, bool) else v}"
+        for k, v in values.items()
+        if unlike is None or v != getattr(unlike, k)
+    )
+
+
+CHUNKS_FORCE = _force_fields(FP8_CHUNKS, FP8_WS)
 
 
 # Why a baselines folder holds a save after its first (the gate judges each case against the newest file holding it).
@@ -482,7 +497,7 @@ def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
 
 def _halves() -> list[str]:
     """The warp-specialized tile on 256-token items (WS_HALVES) against the table's choice, its tests, sanitizers."""
-    fields = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in dataclasses.asdict(WS_HALVES).items())
+    fields = _force_fields(WS_HALVES)
     names = ("sweep_halves.json", "sweep_halves_bound.json")
     rows = [r for name in names for r in json.loads((FAST / name).read_text())]
     by_case: dict[str, list[dict]] = {}
@@ -614,8 +629,7 @@ def _decode_cold() -> tuple[str, list[str]]:
     """decode_cold.json (tools/decode_floor.py cold): its summary line for the page's opening, and its section."""
     data = json.loads((FAST / "decode_cold.json").read_text())
     rows = data["rows"]
-    saves = sorted(_baselines("mxfp4").glob("*.json"))  # each case from the newest save holding it, as the gate
-    gate = {b["extra_info"]["case"]: b["extra_info"] for p in saves for b in json.loads(p.read_text())["benchmarks"]}
+    gate = {r["case"]: r for r in _gate_rows(_saves("mxfp4"))}
     small = [r for r in rows if _rows_per_slice(r) <= 16]
     cold_roof = geometric_mean([r["roof_us"] / r["fast_cold"] for r in small])
     gate_roof = geometric_mean([gate[r["case"]]["pct_roof"] for r in small])
@@ -978,6 +992,7 @@ def fast() -> str:
     """The fast precision beside the accurate one, the peer and the vendor anchor (one process each run)."""
     gate_summary, gate_table = _fast_gate()
     fp8_summary, fp8_table = _fast_gate("fp8")
+    cold_opening, cold_section = _decode_cold()
     fast_data = json.loads((FAST / "bench_fast.json").read_text())
     decode = json.loads((FAST / "bench_fast_decode.json").read_text())
     accurate = {
@@ -1016,7 +1031,7 @@ def fast() -> str:
         "",
         *fp8_summary,
         "",
-        _decode_cold()[0],
+        cold_opening,
         "",
         f"Beside the accurate precision: gpt-oss-120b, {len(rows)} cases (every other ladder batch size from 128 "
         "and the decode sizes 1-64 with rows on the shard, both routings), "
@@ -1292,7 +1307,7 @@ def fast() -> str:
         "",
         "## Decode in device time, the weights cold",
         "",
-        *_decode_cold()[1],
+        *cold_section,
         "",
         *_decode_cold_forms(),
         "",
