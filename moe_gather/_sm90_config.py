@@ -201,8 +201,8 @@ CONFIGS = (
 )
 
 
-# The fast table's block_m 128 entry: K tiles in chunks of four (reading the fp8 layout's bytes where the weights hold
-# them and a config asks; persistent there: _sm90_persistent).
+# The block_m 128 tile of the fast precision in K tiles in chunks of four (reading the fp8 layout's bytes where the
+# weights hold them and a config asks; persistent there: _sm90_persistent).
 FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4, fp8_layout=True)
 
 # The fast fp8 table's: the warp-specialized tile (_sm90_ws), its producer copying each row block's K tile by TMA,
@@ -210,8 +210,9 @@ FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overla
 FP8_WS = Sm90Config(
     128, 5, 8, narrow_last_tile=2, warp_specialized=True, persistent=True, fp8_layout=True, bulk_weights=True
 )
-# The warp-specialized tile on 256-token items of the packed words (opt-in): each consumer folds a K tile once for two
-# 128-token halves; one program a multiprocessor.
+# The fast table's large entry: the warp-specialized tile on 256-token items of the packed words, each consumer
+# folding a K tile once for two 128-token halves; one program a multiprocessor (0.84x-0.96x FP8_CHUNKS's time from 227
+# rows per slice, docs/sm90.md).
 WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, persistent=True)
 
 # The fast precision's table: one partial per K tile (its promotion is a quarter of the accurate path's), so block_m
@@ -221,7 +222,7 @@ WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, per
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
-    (1 << 30, FP8_CHUNKS),
+    (1 << 30, WS_HALVES),
 )
 
 # The fast precision's table where the weights hold the fp8 layout's bytes: its block_m 128 entry the warp-specialized

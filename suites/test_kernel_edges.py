@@ -438,14 +438,14 @@ HALVES_SIZES = [1, 64, 65, 128, 129, 200, 255, 256, 257, 300, 384, 513, 0, 0, 0,
 def test_warp_specialized_halves(sm90, k, config):
     """The warp-specialized tile on 256-token items (each consumer's K tile serving two 128-token halves: folded
     once, or on the fp8 layout read from shared memory) on slices of every width it takes, K under a tile, an odd
-    count of whole tiles and gpt-oss's: against the reference, and byte for byte against the packed words' table's
-    block_m 128 entry (the same values, chains and promotions in the same order)."""
+    count of whole tiles and gpt-oss's: against the reference, and byte for byte against the chunks of four on the
+    packed words (the same values, chains and promotions in the same order)."""
     model, k_params = _k_params(k)
     problem = make_problem(Case(model, "uniform", sum(HALVES_SIZES)), "cuda", k_params)
     problem = dataclasses.replace(problem, routing=_sized_routing(HALVES_SIZES))
     weights = _k_weights(k, "fast", "fp8" if config.fp8_layout else "mxfp4")
     out = _check(problem, weights, f"K = {k}, {config}", config=config, out=poisoned_output(problem))
-    table = bmm1.run_problem(problem, weights, config=_sm90.FAST_CONFIGS[-1][1])
+    table = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
     assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
 
 

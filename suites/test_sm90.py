@@ -168,9 +168,9 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     fp8_table, words_table = _sm90.FAST_FP8_CONFIGS, _sm90.FAST_CONFIGS
     assert [c for _, c in fp8_table[:-1]] == [c for _, c in words_table[:-1]] and fp8_table[0] == words_table[0]
     assert fp8_table[1][0] + 1 == _sm90.FP8_WS_FROM <= words_table[1][0]
-    assert (fp8_table[-1][1], words_table[-1][1]) == (_sm90.FP8_WS, _sm90.FP8_CHUNKS)
+    assert (fp8_table[-1][1], words_table[-1][1]) == (_sm90.FP8_WS, _sm90.WS_HALVES)
     m64 = _sm90.FAST_CONFIGS[1][1]
-    for per_slice, chosen in ((800, (_sm90.FP8_WS, _sm90.FP8_CHUNKS)), (_sm90.FP8_WS_FROM, (_sm90.FP8_WS, m64)),
+    for per_slice, chosen in ((800, (_sm90.FP8_WS, _sm90.WS_HALVES)), (_sm90.FP8_WS_FROM, (_sm90.FP8_WS, m64)),
                               (_sm90.FP8_WS_FROM - 1, (m64, m64))):  # fmt: skip
         ragged = make_ragged_metadata(torch.tensor([per_slice] * 2, dtype=torch.int32), 2 * per_slice, 4)
         assert tuple(bmm1.select_config(ragged, (9, 0), "fast", weights) for weights in (fp8, mxfp4)) == chosen
@@ -335,14 +335,15 @@ def test_fast_refuses_a_nonzero_block_at_e8m0_0():
         _sm90.prepare_weights(w, precision="fast")
 
 
-def test_fast_table_has_no_two_partials_and_overlaps_its_large_tiles(recorded_launches):
-    """The fast table has no two_partials (a K tile is one chain into one partial; a forced one is refused); its
-    block_m 128 entry overlaps tiles (overlap_tiles: each tile's wgmmas under the previous tile's promotion)."""
+def test_fast_table_has_no_two_partials_and_its_chunks_overlap_tiles(recorded_launches):
+    """The fast table has no two_partials (a K tile is one chain into one partial; a forced one is refused); the
+    chunks of four (FP8_CHUNKS, on the packed words) overlap tiles (overlap_tiles: each tile's wgmmas under the
+    previous tile's promotion)."""
     assert not any(c.two_partials for _, c in _sm90.FAST_CONFIGS)
     w = _sm90.prepare_weights(_random_weights(e=2, n=128, k=64), precision="fast")
     with pytest.raises(ValueError, match="the fast precision runs one partial per K tile"):
         _launch(w, [200, 56], _sm90.Sm90Config(block_m=128, num_stages=4, num_warps=8, two_partials=True))
-    _launch(w, [900, 700], None)
+    _launch(w, [900, 700], _sm90.FP8_CHUNKS)
     ((_, _, kwargs),) = recorded_launches
     assert kwargs["FAST"] and kwargs["OVERLAP_TILES"] and kwargs["BLOCK_M"] == 128
     with pytest.raises(ValueError, match="overlap_tiles is 0, 2 or 4 K tiles, through parity_rings of 4 stages"):
@@ -490,21 +491,25 @@ def _launches():
     fp8 = [(c, tile, path) for c in configs for tile in range(len(c.tiles)) for path in ("fp8", "zero-scale")]
     f16 = {_sm90.f16_config(c) for c in configs}
     fast = [(c, 0, "fast") for c in (*_fast_entries(), *_sm90.decode_configs("fast"))]
-    ws = [(c, 0, "ws") for _, c in _sm90.FAST_FP8_CONFIGS if c.warp_specialized]  # the fp8 table's (_sm90_ws)
+    tables = (*_sm90.FAST_CONFIGS, *_sm90.FAST_FP8_CONFIGS)
+    ws = [(c, 0, "ws") for c in dict.fromkeys(c for _, c in tables if c.warp_specialized)]  # _sm90_ws's
     return fp8 + [(c, 0, "f16") for c in sorted(f16, key=str)] + fast + ws
 
 
 def _fast_entries():
-    """The fast tables' entries that the table kernel runs (the fp8 table's block_m 128 one: _sm90_ws)."""
-    return [c for _, c in _sm90.FAST_CONFIGS]
+    """The fast table's entries that the table kernel runs (its large entry and the fp8 table's: _sm90_ws), and the
+    chunks of four (FP8_CHUNKS) that forced configs and the persistent fp8 tile build on."""
+    return [*(c for _, c in _sm90.FAST_CONFIGS if not c.warp_specialized), _sm90.FP8_CHUNKS]
 
 
 # Spill bytes a launch may have: none, but the fast block_m 128 entry (chunks of four K tiles, three accumulators of 64
 # registers at the 255 cap: 100 bytes stored, 132 loaded, 4 of the instructions inside the loop; measured 0.98-0.99x
 # the time of pairs, which spill 8 bytes outside it, on the 4 large cases of results/h200/fast.md's sweeps).
 # The fast table's warp-specialized entry on the fp8 layout: 8 bytes, two words stored at the kernel's entry and
-# loaded once a work item by the producer (56 registers), outside every K loop.
-SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 8}
+# loaded once a work item by the producer (56 registers), outside every K loop. Its large entry on the packed words
+# (256-token items): 584 bytes, the producer's pointers at its 56 registers and the narrowed 128-token pairs at the
+# consumers' 224 (28 instructions in their loop); the 256-token loop spills nothing (its own test).
+SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 8, (256, "ws"): 584}
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
