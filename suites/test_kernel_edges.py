@@ -452,7 +452,11 @@ def test_warp_specialized_halves(sm90, k, config):
 # The fast precision's fp8 layout read by each entry of its tables (the packed words' and the fp8 one's), its K tiles
 # in pairs, and split between programs; the chunks of four with its weight tiles by TMA (bulk_weights) and with each
 # stage its own allocation.
-FP8_TABLE_ENTRIES = [*(dataclasses.replace(c, fp8_layout=True) for _, c in _sm90.FAST_CONFIGS), _sm90.FP8_WS]
+FP8_TABLE_ENTRIES = [
+    *(dataclasses.replace(c, fp8_layout=True) for _, c in _sm90.FAST_CONFIGS if not c.warp_specialized),
+    HALVES_FP8_PLAN,
+    _sm90.FP8_WS,
+]
 FP8_LAYOUT_PLANS = [
     *FP8_TABLE_ENTRIES,
     *(dataclasses.replace(c, fp8_layout=True) for c in (FAST_PAIRS_PLAN, K_SPLITS_PLANS[0])),
