@@ -112,7 +112,7 @@ CLOSING = re.compile(r"^=*\s*(\d+ (passed|failed).*) in [\d.]+s")
 
 
 def _gate_row(path: Path) -> str:
-    text = path.read_text()
+    text = _log(path)
     verdicts = {m["case"]: (float(m["change"]), m["word"]) for m in VERDICT.finditer(text)}
     closing = _closing(path)
     changes = [c for c, _ in verdicts.values()]
@@ -122,14 +122,16 @@ def _gate_row(path: Path) -> str:
 
 
 def gate() -> str:
-    logs = sorted((H200 / "gate").glob("*.log"))
+    logs = sorted((H200 / "gate").glob("*.log*"), key=lambda p: p.name.removesuffix(".gz"))
     slowed = "MOE_GATHER_SM90_FORCE=block_m=16,num_stages=2,tail_rows=0,two_partials=0"
     lead = (
         "Each log is one run of `pytest suites/test_benchmark.py --gpu hopper ...`: compares of the unchanged kernel "
         "against its baselines, the saves of the decode baselines and of the fast precision's fp8 layout "
         "(`--precision fast --layout fp8`; `save_fast_fp8_ws.log`: the 42 cases of its warp-specialized block_m 128 "
         "entry by test id, with `--benchmark-compare` against the files before; `save_fast_fp8_mid.log`: the 13 "
-        "cases of 90-192 rows per slice that the entry took over from the block_m 64 one, the same way), and a run "
+        "cases of 90-192 rows per slice that the entry took over from the block_m 64 one, the same way) and of its "
+        "packed words (`--precision fast`; `save_fast_ws.log`: the 42 cases of 193 rows per slice and more when the "
+        "table's large entry became the 256-token tile, the same way), and a run "
         "with a slower config forced "
         f"(`{slowed} ... --benchmark-compare`) that the gate fails. Time change: the measured median against the "
         "baseline's. How the gate decides: docs/gate.md. This page: `python tools/results.py`."
@@ -382,17 +384,30 @@ def _force_fields(config: Sm90Config, unlike: Sm90Config | None = None) -> str:
 CHUNKS_FORCE = _force_fields(FP8_CHUNKS, FP8_WS)
 
 
-# Why a baselines folder holds a save after its first (the gate judges each case against the newest file holding it).
+# Why a baselines folder holds a save after its first (the gate judges each case against the newest file holding it),
+# by file name.
 NEWER_SAVES = {
-    "0002": "saved when the table's block_m 64 entry took over from 25 rows per slice, four of them with a new config",
-    "0003": "saved when calls of up to 4 rows took their K tiles split between programs (DECODE_SPLITS)",
+    **{
+        f"0002_h200_fast{layout}": "saved when the table's block_m 64 entry took over from 25 rows per slice, four of "
+        "them with a new config"
+        for layout in ("", "_fp8")
+    },
+    **{
+        f"0003_h200_fast{layout}": "saved when calls of up to 4 rows took their K tiles split between programs "
+        "(DECODE_SPLITS)"
+        for layout in ("", "_fp8")
+    },
     # (why, which cases) where a save selected its cases otherwise than by batch size or `-k decode`
-    "0004": (
+    "0004_h200_fast": (
+        "saved when the table's large entry became the warp-specialized tile on 256-token items (WS_HALVES)",
+        "the {n} cases of 193 rows per slice and more (by test id: `suites/test_benchmark.py::test_throughput[CASE]`)",
+    ),
+    "0004_h200_fast_fp8": (
         "saved when that entry became the warp-specialized tile (FP8_WS)",
         "the {n} cases of the fp8 layout's block_m 128 entry (by test id: "
         "`suites/test_benchmark.py::test_throughput[CASE]`)",
     ),
-    "0005": (
+    "0005_h200_fast_fp8": (
         "saved when that entry took over at 90 rows per slice (FP8_WS_FROM) instead of 193",
         "the {n} cases of 90-192 rows per slice (by test id)",
     ),
@@ -404,9 +419,9 @@ def _newer_saves(saves: dict[Path, list[dict]]) -> str:
     (NEWER_SAVES)."""
     later = []
     for p, benchmarks in list(saves.items())[1:]:
-        if p.name[:4] not in NEWER_SAVES:
+        if p.stem not in NEWER_SAVES:
             raise ValueError(f"{p}: NEWER_SAVES does not say why it was saved")
-        why = NEWER_SAVES[p.name[:4]]
+        why = NEWER_SAVES[p.stem]
         if isinstance(why, tuple):
             why, which = why[0], why[1].format(n=len(benchmarks))
         elif all("decode" in b["extra_info"]["case"] for b in benchmarks):
@@ -460,10 +475,11 @@ def _fast_beside_cublas(runs: list[dict]) -> list[str]:
     return lines
 
 
-def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
+def _config_sweep(name: str, table_ends: bool = False, ends: str = "the table's choice") -> list[str]:
     """A sweep of configs on one weights object (tools/sweep_sm90.py --layouts fp8, JSON; a config without
     fp8_layout reads its packed words): per case, each config's time in the order run and over the first's.
-    table_ends: the first and last configs are each case's table choice ('table'), its k splits by the case."""
+    table_ends: the first and last configs are each case's table choice ('table'), its k splits by the case, headed
+    `ends`."""
     by_case: dict[str, list[dict]] = {}
     for r in json.loads((FAST / name).read_text()):
         by_case.setdefault(r["case"], []).append(r)
@@ -472,7 +488,7 @@ def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
 
     def labelled(rows):
         labels = [_sweep_label(r) for r in rows]
-        return ["the table's choice", *labels[1:-1], "the table's choice"] if table_ends else labels
+        return [ends, *labels[1:-1], ends] if table_ends else labels
 
     labels = labelled(next(iter(by_case.values())))
     if any(labelled(rows) != labels for rows in by_case.values()):
@@ -496,31 +512,50 @@ def _config_sweep(name: str, table_ends: bool = False) -> list[str]:
 
 
 def _halves() -> list[str]:
-    """The warp-specialized tile on 256-token items (WS_HALVES) against the table's choice, its tests, sanitizers."""
+    """The fast table's large entry (WS_HALVES) against the entry before it, its fp8-layout form against the fp8
+    table's, its tests, sanitizers."""
     fields = _force_fields(WS_HALVES)
-    names = ("sweep_halves.json", "sweep_halves_bound.json")
-    rows = [r for name in names for r in json.loads((FAST / name).read_text())]
-    by_case: dict[str, list[dict]] = {}
-    for r in rows:
-        by_case.setdefault(r["case"], []).append(r)
-    if any(len({r["bitwise"] for r in runs}) != 1 for runs in by_case.values()):
-        raise SystemExit("sweep_halves*.json: a config's outputs agree with the reference differently")
-    ratios = {case: runs[1]["us"] * 2 / (runs[0]["us"] + runs[2]["us"]) for case, runs in by_case.items()}
+    names = ("sweep_halves.json", "sweep_halves_bound.json", "sweep_halves_fp8.json")
+    ratios = {}
+    for name in names:
+        by_case: dict[str, list[dict]] = {}
+        for r in json.loads((FAST / name).read_text()):
+            by_case.setdefault(r["case"], []).append(r)
+        if any(len({r["bitwise"] for r in runs}) != 1 for runs in by_case.values()):
+            raise SystemExit(f"{name}: a config's outputs agree with the reference differently")
+        ratios[name] = [runs[1]["us"] * 2 / (runs[0]["us"] + runs[2]["us"]) for runs in by_case.values()]
+    words = ratios["sweep_halves.json"] + ratios["sweep_halves_bound.json"]
+    fp8 = ratios["sweep_halves_fp8.json"]
+    before = "the table before WS_HALVES"
     return [
-        f"`{_short_config(str(WS_HALVES))}`: each consumer folds a K tile's words once and runs them on two "
-        "128-token halves, each half's four wgmmas on the same registers and its own promotion (docs/sm90.md). "
-        f"Against the table's choice on the packed words, run first and last: {min(ratios.values()):.3f}x to "
-        f"{max(ratios.values()):.3f}x its time (over the mean of its two runs), its outputs' agreement with the "
-        "reference the same on every case (`sweep_halves.json`, `sweep_halves_bound.json`: `python "
-        f'tools/sweep_sm90.py --precision fast --cases ... --configs "table;{fields};table" --json ...`):',
+        f"`{_short_config(str(WS_HALVES))}`, the fast table's entry from 193 rows per slice on the packed words: each "
+        "consumer folds a K tile's words once and runs them on two 128-token halves, each half's four wgmmas on the "
+        "same registers and its own promotion (docs/sm90.md). Against the table before it (the chunks of four, "
+        "`FP8_CHUNKS`, from 193 rows per slice; the block_m 64 entry below), run first and last: "
+        f"{min(words):.3f}x to {max(words):.3f}x its time (over the mean of its two runs), its outputs' agreement "
+        "with the reference the same on every case (`sweep_halves.json`, `sweep_halves_bound.json`: `python "
+        f'tools/sweep_sm90.py --precision fast --cases ... --configs "table;{fields};table" --json ...`, the '
+        "table then the one before):",
         "",
-        *_config_sweep("sweep_halves.json", table_ends=True),
-        *_config_sweep("sweep_halves_bound.json", table_ends=True)[2:],
+        *_config_sweep("sweep_halves.json", table_ends=True, ends=before),
+        *_config_sweep("sweep_halves_bound.json", table_ends=True, ends=before)[2:],
         "",
-        f"Against the reference and the table's block_m 128 entry byte for byte: {_closing(FAST / 'halves_edges.log')} "
-        "(`halves_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast -k halves`: K = 96, "
-        "384 and 2880 on slices of every width it takes). compute-sanitizer with it forced (`halves_sanitize.log`: "
-        f"`PRECISION=fast MOE_GATHER_SM90_FORCE={fields} SANITIZE_CASES=... bash tools/sanitize.sh`):",
+        f"Its form on the fp8 layout's bytes (`HALVES_FP8_PLAN` in suites/_plans.py: A from shared memory, 3 stages) "
+        f"against that table's warp-specialized entry (`FP8_WS`): {min(fp8):.3f}x to {max(fp8):.3f}x its time, "
+        "inside the spread of the entry's own two runs: with no fold to share, two halves a K tile save nothing "
+        "there, and the fp8 table keeps FP8_WS (`sweep_halves_fp8.json`: `--layouts fp8`, the same configs with "
+        "`num_stages=3,fp8_layout=1,bulk_weights=1`):",
+        "",
+        *_config_sweep("sweep_halves_fp8.json", table_ends=True),
+        "",
+        f"Against the reference and byte for byte against the chunks of four (the fp8-layout plan: against the packed "
+        f"words' output): "
+        f"{_closing(FAST / 'halves_edges.log')} (`halves_edges.log`: `pytest suites/test_kernel_edges.py --gpu hopper "
+        "--precision fast` with the test ids of `test_warp_specialized_halves` and of the 256-token plans in the "
+        "fp8-layout and opt-in tests: K = 96, 384 and 2880 on slices of every width it takes). compute-sanitizer "
+        "with it forced (`halves_sanitize.log`: "
+        f"`PRECISION=fast MOE_GATHER_SM90_FORCE={fields} SANITIZE_CASES=... bash tools/sanitize.sh`; the table's "
+        "own run is in `sanitize.log`, under Reliability):",
         "",
         *_sanitize_table(FAST / "halves_sanitize.log"),
     ]
@@ -1262,7 +1297,7 @@ def fast() -> str:
         "a config, as each config's id names `wide_tiles`: the fp8 layout on every fast entry, the K tiles in "
         "pairs, k_splits and the wide tiles at K = 96, 384 and 2880 and on the every-width slices, the opt-in "
         "plans, and the K tests of k_splits, split_k and the decode tile. "
-        "`compare_fast_fp8.log`, on the gate page, checks every gate case of the "
+        "`compare_fast_fp8.log.gz`, on the gate page, checks every gate case of the "
         "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
         "layout (`FP8_WS`; `fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh`, the cases of "
@@ -1297,7 +1332,7 @@ def fast() -> str:
         "",
         *_sanitize_table(FAST / "bulk_sanitize.log", FAST / "slots_sanitize.log"),
         "",
-        "## 256-token items on the packed words (opt-in)",
+        "## 256-token items on the packed words: the large entry",
         "",
         *_halves(),
         "",
