@@ -524,6 +524,10 @@ def _halves() -> list[str]:
         if any(len({r["bitwise"] for r in runs}) != 1 for runs in by_case.values()):
             raise SystemExit(f"{name}: a config's outputs agree with the reference differently")
         ratios[name] = [runs[1]["us"] * 2 / (runs[0]["us"] + runs[2]["us"]) for runs in by_case.values()]
+    mid_runs: dict[str, list[dict]] = {}
+    for r in json.loads((FAST / "sweep_halves_mid.json").read_text()):
+        mid_runs.setdefault(r["case"], []).append(r)
+    mid = [[runs[i]["us"] * 2 / (runs[0]["us"] + runs[-1]["us"]) for runs in mid_runs.values()] for i in (1, 2)]
     words = ratios["sweep_halves.json"] + ratios["sweep_halves_bound.json"]
     fp8 = ratios["sweep_halves_fp8.json"]
     before = "the table before WS_HALVES"
@@ -539,6 +543,13 @@ def _halves() -> list[str]:
         "",
         *_config_sweep("sweep_halves.json", table_ends=True, ends=before),
         *_config_sweep("sweep_halves_bound.json", table_ends=True, ends=before)[2:],
+        "",
+        "Below 193 rows per slice (the 13 gate cases of 90-192 rows), against the block_m 64 entry the table keeps "
+        f"there: it and the 128-token tile on the packed words take {min(mid[0]):.3f}x-{max(mid[0]):.3f}x and "
+        f"{min(mid[1]):.3f}x-{max(mid[1]):.3f}x its time (`sweep_halves_mid.json`: `--configs "
+        f'"table;{fields};{_force_fields(dataclasses.replace(WS_HALVES, block_m=128, num_stages=5))};table"`):',
+        "",
+        *_config_sweep("sweep_halves_mid.json", table_ends=True),
         "",
         f"Its form on the fp8 layout's bytes (`HALVES_FP8_PLAN` in suites/_plans.py: A from shared memory, 3 stages) "
         f"against that table's warp-specialized entry (`FP8_WS`): {min(fp8):.3f}x to {max(fp8):.3f}x its time, "
