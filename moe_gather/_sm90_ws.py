@@ -12,8 +12,9 @@ producer's). On the fp8 layout's bytes (the fast fp8 table's block_m 128 entry: 
 copies the folded bytes, each row block's K tile by one TMA copy with bulk_weights, and the consumers hand wgmma its A
 from shared memory: no fold.
 
-At block_m 256 (_sm90_config.WS_HALVES, the packed words; opt-in) a work item is 256 tokens: each consumer folds a K
-tile's words once and runs them on the item's two 128-token halves in turn (_consume_halves).
+At block_m 256 (_sm90_config.WS_HALVES, the fast table's large entry on the packed words) a work item is 256 tokens:
+each consumer folds a K tile's words once and runs them on the item's two 128-token halves in turn
+(_consume_halves).
 
 With Sm90Config.split_k a work item is 64 weight rows and the consumers split its K tiles (even ring steps to
 consumer 0, odd to 1), each slot released by its one reader: each runs half the K chain; consumer 1 hands its sum
