@@ -211,14 +211,14 @@ FP8_WS = Sm90Config(
     128, 5, 8, narrow_last_tile=2, warp_specialized=True, persistent=True, fp8_layout=True, bulk_weights=True
 )
 # The fast table's large entry: the warp-specialized tile on 256-token items of the packed words, each consumer
-# folding a K tile once for two 128-token halves; one program a multiprocessor (0.84x-0.96x FP8_CHUNKS's time from 227
+# folding a K tile once for two 128-token halves; one program a multiprocessor (0.84x-1.00x FP8_CHUNKS's time from 227
 # rows per slice, docs/sm90.md).
 WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, persistent=True)
 
-# The fast precision's table: one partial per K tile (its promotion is a quarter of the accurate path's), so block_m
-# 128 drops two_partials; block_m 64 takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time
-# there). Only block_m 128 reads the fp8 layout's bytes where the weights have them: the smaller tiles stream their
-# weights, and twice the bytes cost more there than the fold.
+# The fast precision's table: one partial per K tile (its promotion is a quarter of the accurate path's); block_m 64
+# takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time there), the 256-token tile from 193.
+# Weights holding the fp8 layout's bytes take FAST_FP8_CONFIGS below, whose smaller tiles read the packed words: they
+# stream their weights, and twice the bytes cost more there than the fold.
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (192, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),

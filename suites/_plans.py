@@ -46,8 +46,8 @@ K_SPLITS_PLANS = [
     _sm90.Sm90Config(16, 4, 4, narrow_last_tile=1, k_splits=8),
 ]
 
-# The chunks of four K tiles on the fp8 layout (the fast table's block_m 128 entry on the packed words) with its weight
-# tiles by TMA, and with each stage its own allocation.
+# The chunks of four K tiles at block_m 128 on the fp8 layout (on the packed words where the weights lack its bytes)
+# with its weight tiles by TMA, and with each stage its own allocation.
 FP8_CHUNKS = _sm90.FP8_CHUNKS
 BULK_PLAN = replace(FP8_CHUNKS, bulk_weights=True)
 SLOTS_PLAN = replace(FP8_CHUNKS, slot_buffers=True)

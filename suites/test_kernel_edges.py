@@ -188,10 +188,12 @@ def test_nan_and_inf_inputs_behave_as_the_reference(params, weights):
 
 
 def test_nan_and_inf_through_each_sm90_entry(params, sm90, weights, entry):
-    """The same through each table entry's full-width tiles (~128 rows per slice: the block_m 128 entry's epilogue
-    clamps with min / max .NaN, the others with selects)."""
+    """The same through each table entry's full-width tiles (~128 rows per slice, ~256 for the 256-token tile: the
+    epilogues of 128 tokens, each half's of the 256-token tile too, clamp with min / max .NaN, the others with
+    selects)."""
     config = _entry(weights, entry)
-    _check(_nan_and_inf_problem(params, 4096), weights, f"NaN and Inf inputs, {config}", config=config)
+    batch = 4096 * max(1, config.block_m // 128)
+    _check(_nan_and_inf_problem(params, batch), weights, f"NaN and Inf inputs, {config}", config=config)
 
 
 def test_out_scale_that_saturates(params, weights):
@@ -415,8 +417,8 @@ OPT_IN_PLANS = [
 @pytest.mark.parametrize("config", OPT_IN_PLANS, ids=str)
 def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     """The same slices as the tile-width test, every size class, through each opt-in plan: against the reference.
-    The warp-specialized tile runs the table's arithmetic in the same order: its bytes equal the block_m 128 entry's
-    (split_k adds two sums of half the K tiles each: another order, held to the reference alone)."""
+    The warp-specialized tile runs the fast arithmetic in the same order: its bytes equal the chunks of four's
+    (FP8_CHUNKS; split_k adds two sums of half the K tiles each: another order, held to the reference alone)."""
     if weights.fast and config.two_partials:
         pytest.skip("two_partials is the accurate precision's (the fast one refuses it: test_sm90)")
     if config.warp_specialized and not weights.fast:
@@ -424,8 +426,8 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     problem = _every_width_problem(params)
     out = _check(problem, weights, f"launch plan {config}", config=config)
     if config.warp_specialized and not config.split_k:
-        table = bmm1.run_problem(problem, weights, config=_entry(weights, -1))
-        assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
+        chunks = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
+        assert torch.equal(out.view(torch.uint8), chunks.view(torch.uint8))
 
 
 # Slices whose last tile at block_m 256 takes a quarter (64 rows or fewer), a half (65-128) or both halves (129-256,

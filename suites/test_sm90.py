@@ -132,8 +132,8 @@ def test_layout_fp8_holds_the_folded_values(k):
 
 def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeypatch):
     """Asked for with another precision or on Blackwell, the layout is refused by name, as is fp8_layout on split_k;
-    the table's block_m 128 entry (the warp-specialized tile) gets the bytes as e4m3, its other entries (and every
-    entry on weights without them, the block_m 128 one as the chunks of four) the packed words."""
+    the fp8 table's block_m 128 entry (the warp-specialized tile) gets the bytes as e4m3, its other entries (and every
+    entry on weights without them) the packed words."""
     from moe_gather import bmm1
 
     w = _random_weights(e=2, n=128, k=256)
@@ -147,7 +147,8 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     fp8 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp8")
     with pytest.raises(ValueError, match=r"warp_specialized takes .* with split_k none of overlap_tiles, fp8_layout"):
         replace(SPLIT_K_CONFIG, fp8_layout=True)
-    assert [c.fp8_layout for _, c in _sm90.FAST_CONFIGS] == [c.block_m == 128 for _, c in _sm90.FAST_CONFIGS]
+    assert not any(c.fp8_layout for _, c in _sm90.FAST_CONFIGS)
+    assert [c.fp8_layout for _, c in _sm90.FAST_FP8_CONFIGS] == [c.block_m == 128 for _, c in _sm90.FAST_FP8_CONFIGS]
     assert not any(c.fp8_layout for _, c in _sm90.CONFIGS)
     launches = _record(monkeypatch, _sm90, "_bmm1_sm90_kernel", 1)
     _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, launches=launches)  # the fp8 table's block_m 128
@@ -502,14 +503,14 @@ def _fast_entries():
     return [*(c for _, c in _sm90.FAST_CONFIGS if not c.warp_specialized), _sm90.FP8_CHUNKS]
 
 
-# Spill bytes a launch may have: none, but the fast block_m 128 entry (chunks of four K tiles, three accumulators of 64
-# registers at the 255 cap: 100 bytes stored, 132 loaded, 4 of the instructions inside the loop; measured 0.98-0.99x
+# Spill bytes a launch may have: none, but the chunks of four K tiles at block_m 128 (FP8_CHUNKS: three accumulators of
+# 64 registers at the 255 cap: 100 bytes stored, 132 loaded, 4 of the instructions inside the loop; measured 0.98-0.99x
 # the time of pairs, which spill 8 bytes outside it, on the 4 large cases of results/h200/fast.md's sweeps).
 # The fast table's warp-specialized entry on the fp8 layout: 8 bytes, two words stored at the kernel's entry and
 # loaded once a work item by the producer (56 registers), outside every K loop. Its large entry on the packed words
-# (256-token items): 584 bytes, the producer's pointers at its 56 registers and the narrowed 128-token pairs at the
+# (256-token items): 448 bytes, the producer's pointers at its 56 registers and the narrowed 128-token pairs at the
 # consumers' 224 (28 instructions in their loop); the 256-token loop spills nothing (its own test).
-SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 8, (256, "ws"): 584}
+SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 8, (256, "ws"): 448}
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
@@ -583,14 +584,14 @@ def test_main_loop_stays_within_its_instruction_budget(config, tmp_path):
         assert len(loop) <= EXTRA_LOOP_SASS_BUDGET[_entry(config)], len(loop)
 
 
-# The fast table's K loops as compiled (two K tiles an iteration; the block_m 128 entry's, a chunk of four), per weights
+# The fast table's K loops as compiled (two K tiles an iteration; the chunks of four's, a chunk), per weights
 # layout: the mxfp4 layout's byte-table fold costs ~11 SASS per 32-bit word; the fp8 layout copies twice the bytes and
 # folds nothing. The promotion is one FFMA per accumulator element per K tile instead of per block.
 FAST_LOOP_SASS_BUDGET = {
     "mxfp4": {(32, 4, 0): 357, (64, 8, 16): 392, (128, 8, 0): 806},
     "fp8": {(32, 4, 0): 212, (64, 8, 16): 252, (128, 8, 0): 471},
 }
-FP8_SPILL_BUDGET = {128: 12}  # bytes, all outside the loop (the mxfp4 layout's block_m 128 entry: 132)
+FP8_SPILL_BUDGET = {128: 12}  # bytes, all outside the loop (the chunks of four on the packed words: 132)
 
 
 @pytest.mark.parametrize("layout", ["mxfp4", "fp8"])
@@ -629,7 +630,7 @@ def test_fast_pairs_on_six_stages_load_an_odd_count_ahead_for_one_barrier_a_tile
 
 
 def test_fast_chunks_of_four_tiles_keep_three_of_four_waits_overlapped(tmp_path):
-    """overlap_tiles=4 (the table's block_m 128 entry on the packed words): K tiles in chunks of four, each tile's
+    """overlap_tiles=4 (FP8_CHUNKS, on the packed words): K tiles in chunks of four, each tile's
     wgmmas in flight while the one before is promoted; drained once a chunk (ptxas serializes every wgmma when one is
     carried across the loop's back edge, so the chunk, not the loop, is the unit). 806 SASS per four tiles as
     compiled; 4 of its instructions spill."""
