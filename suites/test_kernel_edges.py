@@ -543,7 +543,7 @@ def _persistent_problem(k):
 @pytest.mark.parametrize("k", [96, 384, 2880])
 def test_persistent_fp8_tile_at_each_k(params, sm90, k):
     """The persistent tile at K under a tile, an odd count of whole tiles, and gpt-oss's, on slices of every phase:
-    against the reference, the packed words' bytes (the block_m 128 entry one tile a program), and a second launch
+    against the reference, the packed words' bytes (the chunks of four, one tile a program), and a second launch
     alike (its schedule's phase bounds are kept with the metadata)."""
     problem, weights = _persistent_problem(k)
     first = _both_layouts(problem, weights, PERSISTENT_PLAN, f"K = {k}, persistent")
