@@ -587,19 +587,14 @@ def _fast_chain(stage: _Buffers, part, BLOCK_N: gl.constexpr, BLOCKS: gl.constex
     reference scales (unused where _ref_scales reads them later)."""
     acc_layout: gl.constexpr = part.type.layout
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
-    FOLDED: gl.constexpr = _folded(stage.w.dtype)  # the fold's bytes landed: A straight from shared memory
-    if not FOLDED:
-        blocks, sw = _fold_inputs(stage, BLOCK_N)
+    blocks, sw = (None, None) if _folded(stage.w.dtype) else _fold_inputs(stage, BLOCK_N)
     ref_rows = _ref_scales(stage, acc_layout)
-    a = stage.w.slice(0, _MX_BLOCK, dim=1) if FOLDED else _a_operand_folded(blocks[0], sw, 0, BLOCK_N, a_layout)
+    a = _a_block(stage, blocks, sw, 0, BLOCK_N, a_layout)
     part = warpgroup_mma(a, _x_block(stage.x, 0), part, use_acc=False, is_async=True)
     if TAIL_ROWS:
         part_e = warpgroup_mma(a, _x_block(stage.x_tail, 0), part_e, use_acc=False, is_async=True)
     for j in gl.static_range(1, BLOCKS):
-        if FOLDED:
-            a = stage.w.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1)
-        else:
-            a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
+        a = _a_block(stage, blocks, sw, j, BLOCK_N, a_layout)  # while the previous block's wgmma runs
         part = warpgroup_mma(a, _x_block(stage.x, j), part, is_async=True)
         if TAIL_ROWS:
             part_e = warpgroup_mma(a, _x_block(stage.x_tail, j), part_e, is_async=True)
@@ -615,6 +610,17 @@ def _fold_inputs(stage: _Buffers, BLOCK_N: gl.constexpr):
     blocks = _tile_words(stage, BLOCK_N, _words_layout(BLOCK_N, gl.num_warps()))
     sw = stage.s.load(gl.SliceLayout(1, blocks[0].type.layout))
     return blocks, gl.expand_dims(sw, 1).broadcast_to(blocks[0].shape)
+
+
+@gluon.jit
+def _a_block(stage: _Buffers, blocks, sw, j: gl.constexpr, BLOCK_N: gl.constexpr, a_layout: gl.constexpr):
+    """K block j's wgmma A operand: the fold's bytes straight from shared memory where they landed, else the packed
+    words folded in registers (blocks, sw: _fold_inputs; None with the bytes)."""
+    if _folded(stage.w.dtype):
+        a = stage.w.slice(j * _MX_BLOCK, _MX_BLOCK, dim=1)
+    else:
+        a = _a_operand_folded(blocks[j], sw, j, BLOCK_N, a_layout)
+    return a
 
 
 @gluon.jit

@@ -33,7 +33,7 @@ from ._sm90 import (
     _ROW_BLOCK,
     _TILE_K,
     ROW_BLOCK,
-    _a_operand_folded,
+    _a_block,
     _Buffers,
     _fast_chain,
     _fold_inputs,
@@ -290,24 +290,18 @@ def _halves_tile(stage: _Buffers, part, acc0, acc1, BLOCKS: gl.constexpr):
     registers, each half's chain promoted into its own sum before the next half's chain takes the partial."""
     acc_layout: gl.constexpr = part.type.layout
     ref = _ref_scales(stage, acc_layout)[:, None]
-    if _folded(stage.w.dtype):  # the fp8 layout's bytes: each block's A straight from shared memory
-        a0 = stage.w.slice(0, _MX_BLOCK, dim=1)
-        a1 = stage.w.slice(_MX_BLOCK, _MX_BLOCK, dim=1)
-        a2 = stage.w.slice(2 * _MX_BLOCK, _MX_BLOCK, dim=1)
-        a3 = stage.w.slice(3 * _MX_BLOCK, _MX_BLOCK, dim=1)
-    else:
-        a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
-        blocks, sw = _fold_inputs(stage, _ROW_BLOCK)
-        a0 = _a_operand_folded(blocks[0], sw, 0, _ROW_BLOCK, a_layout)
-        a1 = a0
-        a2 = a0
-        a3 = a0
-        if BLOCKS > 1:
-            a1 = _a_operand_folded(blocks[1], sw, 1, _ROW_BLOCK, a_layout)
-        if BLOCKS > 2:
-            a2 = _a_operand_folded(blocks[2], sw, 2, _ROW_BLOCK, a_layout)
-        if BLOCKS > 3:
-            a3 = _a_operand_folded(blocks[3], sw, 3, _ROW_BLOCK, a_layout)
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
+    blocks, sw = (None, None) if _folded(stage.w.dtype) else _fold_inputs(stage, _ROW_BLOCK)
+    a0 = _a_block(stage, blocks, sw, 0, _ROW_BLOCK, a_layout)
+    a1 = a0
+    a2 = a0
+    a3 = a0
+    if BLOCKS > 1:
+        a1 = _a_block(stage, blocks, sw, 1, _ROW_BLOCK, a_layout)
+    if BLOCKS > 2:
+        a2 = _a_block(stage, blocks, sw, 2, _ROW_BLOCK, a_layout)
+    if BLOCKS > 3:
+        a3 = _a_block(stage, blocks, sw, 3, _ROW_BLOCK, a_layout)
     a = (a0, a1, a2, a3)
     part = _half_chain(a, stage.x, part, BLOCKS)
     acc0 = _promote(part, ref, acc0)

@@ -484,9 +484,7 @@ def _config_sweep(name: str, table_ends: bool = False, ends: str = "the table's 
     fp8_layout reads its packed words): per case, each config's time in the order run and over the first's.
     table_ends: the first and last configs are each case's table choice ('table'), its k splits by the case, headed
     `ends`."""
-    by_case: dict[str, list[dict]] = {}
-    for r in json.loads((FAST / name).read_text()):
-        by_case.setdefault(r["case"], []).append(r)
+    by_case = _sweep_by_case(name)
     if not by_case:
         raise ValueError(f"{name}: no rows")
 
@@ -515,15 +513,26 @@ def _config_sweep(name: str, table_ends: bool = False, ends: str = "the table's 
     return lines
 
 
-def _sweep_runs(name: str, configs: int) -> dict[str, list[dict]]:
-    """A sweep's rows by case, each case's `configs` runs in the order run, their outputs agreeing with the reference
-    alike (a config differing there would not be the same computation)."""
+def _sweep_by_case(name: str) -> dict[str, list[dict]]:
+    """A sweep's rows (tools/sweep_sm90.py --json) by case, each case's in the order run."""
     by_case: dict[str, list[dict]] = {}
     for r in json.loads((FAST / name).read_text()):
         by_case.setdefault(r["case"], []).append(r)
+    return by_case
+
+
+def _sweep_runs(name: str, configs: int) -> list[list[dict]]:
+    """Each case's `configs` runs of a sweep in the order run, their outputs agreeing with the reference alike (a config
+    differing there would not be the same computation)."""
+    by_case = _sweep_by_case(name)
     if any(len(runs) != configs or len({r["bitwise"] for r in runs}) != 1 for runs in by_case.values()):
         raise SystemExit(f"{name}: a case lacks a run, or its configs agree with the reference differently")
-    return by_case
+    return list(by_case.values())
+
+
+def _over_ends(runs: list[dict], i: int) -> float:
+    """Run i's time over the mean of the first and last runs' (the same config run twice)."""
+    return runs[i]["us"] * 2 / (runs[0]["us"] + runs[-1]["us"])
 
 
 def _halves() -> list[str]:
@@ -532,15 +541,12 @@ def _halves() -> list[str]:
     fields = _force_fields(WS_HALVES)
     chunks = _force_fields(FP8_CHUNKS)
     fp8_fields = _force_fields(dataclasses.replace(WS_HALVES, num_stages=3, fp8_layout=True, bulk_weights=True))
-    ratios = {  # each case's middle config over the mean of its first and last (the same config, run twice)
-        name: [runs[1]["us"] * 2 / (runs[0]["us"] + runs[-1]["us"]) for runs in _sweep_runs(name, 3).values()]
-        for name in ("sweep_halves.json", "sweep_halves_bound.json", "sweep_halves_fp8.json")
-    }
-    mid_runs = _sweep_runs("sweep_halves_mid.json", 4).values()
-    mid = [[runs[i]["us"] * 2 / (runs[0]["us"] + runs[-1]["us"]) for runs in mid_runs] for i in (1, 2)]
-    words = ratios["sweep_halves.json"] + ratios["sweep_halves_bound.json"]
-    fp8 = ratios["sweep_halves_fp8.json"]
-    drift = [runs[-1]["us"] / runs[0]["us"] for runs in _sweep_runs("sweep_halves_fp8.json", 3).values()]
+    fp8_runs = _sweep_runs("sweep_halves_fp8.json", 3)
+    words = [_over_ends(runs, 1) for name in ("sweep_halves.json", "sweep_halves_bound.json") for runs in
+             _sweep_runs(name, 3)]  # fmt: skip
+    fp8 = [_over_ends(runs, 1) for runs in fp8_runs]
+    drift = [runs[-1]["us"] / runs[0]["us"] for runs in fp8_runs]
+    mid = [[_over_ends(runs, i) for runs in _sweep_runs("sweep_halves_mid.json", 4)] for i in (1, 2)]
     return [
         f"`{_short_config(str(WS_HALVES))}`, the fast table's entry from 193 rows per slice on the packed words: each "
         "consumer folds a K tile's words once and runs them on two 128-token halves, each half's four wgmmas on the "
