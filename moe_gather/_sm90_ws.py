@@ -285,9 +285,10 @@ def _half_chain(a, x_tile, part, BLOCKS: gl.constexpr):
 
 
 @gluon.jit
-def _halves_tile(stage: _Buffers, part, acc0, acc1, BLOCKS: gl.constexpr):
+def _halves_tile(stage: _Buffers, part, acc0, acc1, BLOCKS: gl.constexpr, HALVES: gl.constexpr = 2):
     """A K tile on two token halves (stage.x, stage.x_tail) of one fold: the weights folded once and kept in
-    registers, each half's chain promoted into its own sum before the next half's chain takes the partial."""
+    registers, each half's chain promoted into its own sum before the next half's chain takes the partial. HALVES 1:
+    the first half alone (an item of at most 128 tokens)."""
     acc_layout: gl.constexpr = part.type.layout
     ref = _ref_scales(stage, acc_layout)[:, None]
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=4)
@@ -305,16 +306,19 @@ def _halves_tile(stage: _Buffers, part, acc0, acc1, BLOCKS: gl.constexpr):
     a = (a0, a1, a2, a3)
     part = _half_chain(a, stage.x, part, BLOCKS)
     acc0 = _promote(part, ref, acc0)
-    part = _half_chain(a, stage.x_tail, part, BLOCKS)
-    acc1 = _promote(part, ref, acc1)
+    if HALVES == 2:
+        part = _half_chain(a, stage.x_tail, part, BLOCKS)
+        acc1 = _promote(part, ref, acc1)
     return part, acc0, acc1
 
 
 @gluon.jit
-def _consume_halves(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.constexpr, STAGES: gl.constexpr):
+def _consume_halves(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.constexpr, STAGES: gl.constexpr,
+                    HALVES: gl.constexpr):  # fmt: skip
     """Consumer WG's K loop on an item of two 128-token halves (BLOCK_M 256, the packed words): each K tile's words
     folded once for both (_halves_tile), its slot released once both halves' wgmmas are done; then each half's
-    epilogue."""
+    epilogue. HALVES 1: an item of at most 128 tokens, on one partial and one sum (the pairs' two partials and sum
+    would not fit the consumer's registers)."""
     bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, expert, pid_n, size, start, m0 = epi
     K_TILES: gl.constexpr = _k_steps(K)[0]
     LAST_BLOCKS: gl.constexpr = _k_steps(K)[1]
@@ -327,18 +331,19 @@ def _consume_halves(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.c
     acc1 = gl.zeros((_ROW_BLOCK, HALF), dtype=gl.float32, layout=acc_layout)
     part = gl.zeros((_ROW_BLOCK, HALF), dtype=gl.float32, layout=acc_layout)
     if FIRST:  # ring step 0: the partial tile's blocks
-        part, acc0, acc1 = _halves_tile(_landed_halves(rings, step, WG, STAGES), part, acc0, acc1, LAST_BLOCKS)
+        part, acc0, acc1 = _halves_tile(_landed_halves(rings, step, WG, STAGES), part, acc0, acc1, LAST_BLOCKS, HALVES)
         mbarrier.arrive(rings[4].index(step % STAGES), count=1)
     for t in range(FIRST, K_TILES):
         landed = _landed_halves(rings, step + t, WG, STAGES)
-        part, acc0, acc1 = _halves_tile(landed, part, acc0, acc1, _TILE_K // _MX_BLOCK)
+        part, acc0, acc1 = _halves_tile(landed, part, acc0, acc1, _TILE_K // _MX_BLOCK, HALVES)
         mbarrier.arrive(rings[4].index((step + t) % STAGES), count=1)
     block = 2 * pid_n + WG  # this warpgroup's 64-row column block
     row0 = expert.to(gl.int64) * N + block * _ROW_BLOCK
     _swiglu_tile(acc0, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start, size, N,
                  _FAST_ACC_SCALE)  # fmt: skip
-    _swiglu_tile(acc1, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0 + HALF, block, start,
-                 size, N, _FAST_ACC_SCALE)  # fmt: skip
+    if HALVES == 2:
+        _swiglu_tile(acc1, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0 + HALF, block, start,
+                     size, N, _FAST_ACC_SCALE)  # fmt: skip
 
 
 @gluon.jit
@@ -360,9 +365,12 @@ def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: g
             if NARROW >= 2 and size - m0 <= BLOCK_M // 4:
                 _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 4, STAGES, SPLIT_K, hand, CHUNK, LAG)
             elif NARROW >= 1 and size - m0 <= BLOCK_M // 2:
-                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 2, STAGES, SPLIT_K, hand, CHUNK, LAG)
+                if BLOCK_M == 4 * _ROW_BLOCK:  # one half of one fold
+                    _consume_halves(WG, rings, epi, step, K, N, STAGES, 1)
+                else:
+                    _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 2, STAGES, SPLIT_K, hand, CHUNK, LAG)
             elif BLOCK_M == 4 * _ROW_BLOCK:  # two 128-token halves of one fold
-                _consume_halves(WG, rings, epi, step, K, N, STAGES)
+                _consume_halves(WG, rings, epi, step, K, N, STAGES, 2)
             else:
                 _consume_width(WG, rings, epi, step, K, N, BLOCK_M, STAGES, SPLIT_K, hand, CHUNK, LAG)
             step += K_TILES

@@ -508,9 +508,9 @@ def _fast_entries():
 # the time of pairs, which spill 8 bytes outside it, on the 4 large cases of results/h200/fast.md's sweeps).
 # The fast table's warp-specialized entry on the fp8 layout: 8 bytes, two words stored at the kernel's entry and
 # loaded once a work item by the producer (56 registers), outside every K loop. Its large entry on the packed words
-# (256-token items): 448 bytes, the producer's pointers at its 56 registers and the narrowed 128-token pairs at the
-# consumers' 224 (28 instructions in their loop); the 256-token loop spills nothing (its own test).
-SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 8, (256, "ws"): 448}
+# (256-token items): 48 bytes, the producer's pointers at its 56 registers; the consumers' loops spill nothing (its
+# own test).
+SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 8, (256, "ws"): 48}
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
@@ -890,7 +890,8 @@ def test_warp_specialized_halves_fold_once_for_256_tokens(tmp_path):
     """At block_m 256 a consumer's loop is one K tile on two 128-token halves: its words folded once (two PRMT a word,
     16 a tile), each half's four wgmmas on the same registers and its own promotion (one FFMA an accumulator element
     a half), the slot waited on and released once; spill-free, 300 SASS against the pairs' 409 for as many tokens
-    and K tiles. The producer (WIDE_PRODUCER_REGS) copies 16 x pieces, 4 of words and the scales a K tile; the ring
+    and K tiles. An item of at most 128 tokens runs the first half alone: four wgmmas and one promotion a K tile,
+    spill-free. The producer (WIDE_PRODUCER_REGS) copies 16 x pieces, 4 of words and the scales a K tile; the ring
     of 4 stages and the epilogues fit the multiprocessor."""
     kernel = compile_sm90_ws(HALVES_PLAN)
     ptx = kernel.asm["ptx"]
@@ -905,6 +906,11 @@ def test_warp_specialized_halves_fold_once_for_256_tokens(tmp_path):
         assert loop.count("FFMA") == 2 * 64 and loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 1
         assert loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 1
         assert not any(op.startswith(("STL", "LDL")) for op in loop) and len(loop) <= 300, len(loop)
+    one = [loop for loop in loops if loop.count(wgmma) == 4 and loop.count("PRMT") == 16]
+    assert len(one) >= 2, [len(loop) for loop in loops]
+    for loop in one:  # each consumer's, on an item's first half alone
+        assert loop.count("FFMA") == 64 and loop.count("WARPGROUP.DEPBAR.LE") == 1  # its wgmmas waited on once
+        assert not any(op.startswith(("STL", "LDL")) for op in loop) and len(loop) <= 210, len(loop)
     copies = innermost_loops_sass(kernel.asm["cubin"], tmp_path, set())
     producer = [loop for loop in copies if "ARRIVES.LDGSTSBAR.64.ARVCNT" in loop]
     assert producer and all(sum(op.startswith("LDGSTS") for op in loop) == 21 for loop in producer)
