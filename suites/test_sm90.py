@@ -910,6 +910,7 @@ def test_warp_specialized_halves_fold_once_for_256_tokens(tmp_path):
     assert len(one) >= 2, [len(loop) for loop in loops]
     for loop in one:  # each consumer's, on an item's first half alone
         assert loop.count("FFMA") == 64 and loop.count("WARPGROUP.DEPBAR.LE") == 1  # its wgmmas waited on once
+        assert loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 1 and loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 1
         assert not any(op.startswith(("STL", "LDL")) for op in loop) and len(loop) <= 210, len(loop)
     copies = innermost_loops_sass(kernel.asm["cubin"], tmp_path, set())
     producer = [loop for loop in copies if "ARRIVES.LDGSTSBAR.64.ARVCNT" in loop]
@@ -920,7 +921,8 @@ def test_warp_specialized_halves_fold_once_for_256_tokens(tmp_path):
 def test_warp_specialized_halves_on_the_fp8_layout_take_a_from_shared_memory(tmp_path):
     """On the fp8 layout's bytes a consumer's K tile of 256 tokens hands each of its eight wgmmas A from shared
     memory: no words loaded, no fold; one FFMA an accumulator element a half, one slot wait and release; spill-free,
-    in fewer instructions than the pairs' 258 for as many tokens and K tiles; 3 stages of 48.5 KB fit."""
+    in fewer instructions than the pairs' 258 for as many tokens and K tiles; an item of at most 128 tokens on its
+    first half alone; 3 stages of 48.5 KB fit."""
     kernel = compile_sm90_ws(HALVES_FP8_PLAN)
     wgmma = "QGMMA.64x128x32.F32.E4M3.E4M3"
     loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, {wgmma})
@@ -930,6 +932,9 @@ def test_warp_specialized_halves_on_the_fp8_layout_take_a_from_shared_memory(tmp
         assert "PRMT" not in loop and sum(op.startswith("LDS") for op in loop) <= 2
         assert loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 1 and loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 1
         assert not any(op.startswith(("STL", "LDL")) for op in loop) and len(loop) <= 225, len(loop)
+    one = [loop for loop in loops if loop.count(wgmma) == 4 and loop.count("FFMA") == 64 and "PRMT" not in loop]
+    assert len(one) >= 2 and all(loop.count("WARPGROUP.DEPBAR.LE") == 1 for loop in one), [len(lp) for lp in loops]
+    assert not any(op.startswith(("STL", "LDL")) for loop in one for op in loop), [len(lp) for lp in one]
     assert kernel.metadata.shared <= 227 * 1024
 
 
