@@ -134,8 +134,8 @@ def gate() -> str:
         "(`--precision fast --layout fp8`; `save_fast_fp8_ws.log`: the 42 cases of its warp-specialized block_m 128 "
         "entry by test id, with `--benchmark-compare` against the files before; `save_fast_fp8_mid.log`: the 13 "
         "cases of 90-192 rows per slice that the entry took over from the block_m 64 one, the same way) and of its "
-        "packed words (`--precision fast`; `save_fast_ws.log`: the 42 cases of 193 rows per slice and more when the "
-        "table's large entry became the 256-token tile, the same way), and a run "
+        "packed words (`--precision fast`; `save_fast_one_half.log`: the 42 cases of 193 rows per slice and more "
+        "when the 256-token tile took a slice's last 65-128 rows on its first half alone, the same way), and a run "
         "with a slower config forced "
         f"(`{slowed} ... --benchmark-compare`) that the gate fails. Time change: the measured median against the "
         "baseline's. How the gate decides: docs/gate.md. This page: `python tools/results.py`."
@@ -402,8 +402,9 @@ NEWER_SAVES = {
         for layout in ("", "_fp8")
     },
     # (why, which cases) where a save selected its cases otherwise than by batch size or `-k decode`
-    "0004_h200_fast": (
-        "saved when the table's large entry became the warp-specialized tile on 256-token items (WS_HALVES)",
+    "0005_h200_fast": (
+        "saved when the table's large entry, the warp-specialized tile on 256-token items (WS_HALVES), took a slice's "
+        "last 65-128 rows on its first half alone",
         "the {n} cases of 193 rows per slice and more (by test id: `suites/test_benchmark.py::test_throughput[CASE]`)",
     ),
     "0004_h200_fast_fp8": (
@@ -546,7 +547,14 @@ def _halves() -> list[str]:
              _sweep_runs(name, 3)]  # fmt: skip
     fp8 = [_over_ends(runs, 1) for runs in fp8_runs]
     drift = [runs[-1]["us"] / runs[0]["us"] for runs in fp8_runs]
-    mid = [[_over_ends(runs, i) for runs in _sweep_runs("sweep_halves_mid.json", 4)] for i in (1, 2)]
+    mid_w128 = [_over_ends(runs, 1) for runs in _sweep_runs("sweep_halves_mid.json", 3)]
+    mid = {runs[0]["case"]: (runs[1]["us"] + runs[3]["us"]) / (runs[0]["us"] + runs[2]["us"])
+           for runs in _sweep_runs("sweep_one_half_mid.json", 4)}  # fmt: skip
+    ab = json.loads((FAST / "ab_one_half.json").read_text())
+    if not all(r["identical"] and r["same_inputs"] for r in ab):
+        raise SystemExit("ab_one_half.json: the two forms' outputs differ")
+    ab_ratio = [r["new_us"] / r["base_us"] for r in ab]
+    wins = [f"{case} {ratio:.3f}x" for case, ratio in mid.items() if ratio < 1]
     return [
         f"`{_short_config(str(WS_HALVES))}`, the fast table's entry from 193 rows per slice on the packed words: each "
         "consumer folds a K tile's words once and runs them on two 128-token halves, each half's four wgmmas on the "
@@ -556,15 +564,25 @@ def _halves() -> list[str]:
         f"{min(words):.3f}x to {max(words):.3f}x its time (over the mean of its two runs), its outputs' agreement "
         "with the reference the same on every case (`sweep_halves.json`, `sweep_halves_bound.json`: `python "
         f'tools/sweep_sm90.py --precision fast --cases ... --configs "C;{fields};C" --json ...`, C `{chunks}`, '
-        "and `table` on those two cases):",
+        "and `table` on those two cases). These two sweeps ran a slice's last 65-128 rows on the tile's 128-token "
+        "pairs; on its first half alone, as the tile runs them now, it takes "
+        f"{min(ab_ratio):.3f}x-{max(ab_ratio):.3f}x the time of that form, its outputs byte-identical, on "
+        f"{len(ab)} cases with many such rows (`ab_one_half.json`: `python tools/ab_commit.py .peers/base "
+        f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast`, the base the pairs' form):",
         "",
         *_config_sweep("sweep_halves.json", table_ends=True, ends="FP8_CHUNKS"),
         *_config_sweep("sweep_halves_bound.json", table_ends=True, ends="FP8_CHUNKS or block_m 64")[2:],
         "",
         "Below 193 rows per slice (the 13 gate cases of 90-192 rows), against the block_m 64 entry the table keeps "
-        f"there: it and the 128-token tile on the packed words take {min(mid[0]):.3f}x-{max(mid[0]):.3f}x and "
-        f"{min(mid[1]):.3f}x-{max(mid[1]):.3f}x its time (`sweep_halves_mid.json`: `--configs "
-        f'"table;{fields};{_force_fields(dataclasses.replace(WS_HALVES, block_m=128, num_stages=5))};table"`):',
+        f"there: the 256-token tile takes {min(mid.values()):.3f}x-{max(mid.values()):.3f}x its time (the mean of two "
+        f"runs each, interleaved; faster only at {', '.join(wins)}: `sweep_one_half_mid.json`: `--configs "
+        f'"table;{fields};table;{fields}"`), the 128-token tile on the packed words {min(mid_w128):.3f}x-'
+        f"{max(mid_w128):.3f}x (`sweep_halves_mid.json`: `--configs "
+        f'"table;{_force_fields(dataclasses.replace(WS_HALVES, block_m=128, num_stages=5))};table"`):',
+        "",
+        *_config_sweep("sweep_one_half_mid.json"),
+        "",
+        "The 128-token tile:",
         "",
         *_config_sweep("sweep_halves_mid.json", table_ends=True),
         "",
