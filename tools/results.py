@@ -543,8 +543,7 @@ def _halves() -> list[str]:
     chunks = _force_fields(FP8_CHUNKS)
     fp8_fields = _force_fields(dataclasses.replace(WS_HALVES, num_stages=3, fp8_layout=True, bulk_weights=True))
     fp8_runs = _sweep_runs("sweep_halves_fp8.json", 3)
-    words = [_over_ends(runs, 1) for name in ("sweep_halves.json", "sweep_halves_bound.json") for runs in
-             _sweep_runs(name, 3)]  # fmt: skip
+    words = [_over_ends(runs, 1) for runs in _sweep_runs("sweep_halves.json", 3)]
     fp8 = [_over_ends(runs, 1) for runs in fp8_runs]
     drift = [runs[-1]["us"] / runs[0]["us"] for runs in fp8_runs]
     mid_w128 = [_over_ends(runs, 1) for runs in _sweep_runs("sweep_halves_mid.json", 3)]
@@ -558,20 +557,17 @@ def _halves() -> list[str]:
     return [
         f"`{_short_config(str(WS_HALVES))}`, the fast table's entry from 193 rows per slice on the packed words: each "
         "consumer folds a K tile's words once and runs them on two 128-token halves, each half's four wgmmas on the "
-        "same registers and its own promotion (docs/sm90.md). Against the chunks of four K tiles at block_m 128 "
-        "(`FP8_CHUNKS`, on the packed words), and against the block_m 64 entry on uniform-bs6144 and zipf-bs9216 (191 "
-        "and 185 rows per slice), each run first and last: "
+        "same registers and its own promotion (docs/sm90.md); a slice's last 65-128 rows on the first half alone. "
+        "Against the chunks of four K tiles at block_m 128 (`FP8_CHUNKS`, on the packed words) on 10 cases from 227 "
+        "to 2585 rows per slice, each run first and last: "
         f"{min(words):.3f}x to {max(words):.3f}x its time (over the mean of its two runs), its outputs' agreement "
-        "with the reference the same on every case (`sweep_halves.json`, `sweep_halves_bound.json`: `python "
-        f'tools/sweep_sm90.py --precision fast --cases ... --configs "C;{fields};C" --json ...`, C `{chunks}`, '
-        "and `table` on those two cases). These two sweeps ran a slice's last 65-128 rows on the tile's 128-token "
-        "pairs; on its first half alone, as the tile runs them now, it takes "
-        f"{min(ab_ratio):.3f}x-{max(ab_ratio):.3f}x the time of that form, its outputs byte-identical, on "
-        f"{len(ab)} cases with many such rows (`ab_one_half.json`: `python tools/ab_commit.py .peers/base "
-        f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast`, the base the pairs' form):",
+        "with the reference the same on every case (`sweep_halves.json`: `python tools/sweep_sm90.py --precision "
+        f'fast --cases ... --configs "C;{fields};C" --json ...`, C `{chunks}`). Against its form with those last '
+        f"rows on the 128-token pairs: {min(ab_ratio):.3f}x-{max(ab_ratio):.3f}x its time, outputs byte-identical, "
+        f"on {len(ab)} cases with many such rows (`ab_one_half.json`: `python tools/ab_commit.py .peers/base "
+        f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast`, the base that form):",
         "",
         *_config_sweep("sweep_halves.json", table_ends=True, ends="FP8_CHUNKS"),
-        *_config_sweep("sweep_halves_bound.json", table_ends=True, ends="FP8_CHUNKS or block_m 64")[2:],
         "",
         "Below 193 rows per slice (the 13 gate cases of 90-192 rows), against the block_m 64 entry the table keeps "
         f"there: the 256-token tile takes {min(mid.values()):.3f}x-{max(mid.values()):.3f}x its time (the mean of two "
