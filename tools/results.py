@@ -373,6 +373,26 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
     return summary, table
 
 
+def _words_over_bytes() -> str:
+    """The packed words' gate time over the fp8 layout's on the uniform cases of the 256-token tile (193 rows per slice
+    and more: slices near their mean), grouped by the rows of a slice's last item (the mean rows per slice mod 256)."""
+    words, fp8 = ({r["case"]: r for r in _gate_rows(_saves(layout))} for layout in ("mxfp4", "fp8"))
+    groups: dict[str, list[float]] = {"1-64": [], "65-128": [], "129-256": []}
+    for case, r in words.items():
+        rows = _rows_per_slice(r)
+        if "-uniform-bs" not in case or rows < 193:
+            continue
+        last = (rows - 1) % 256 + 1
+        groups["1-64" if last <= 64 else "65-128" if last <= 128 else "129-256"].append(r["us"] / fp8[case]["us"])
+    return (
+        "- the packed words' time over the fp8 layout's (the two gate baselines, other processes) on the uniform "
+        "cases from 193 rows per slice, by the rows of a slice's last 256-token item (the mean rows per slice mod "
+        "256): "
+        + "; ".join(f"{name} ({len(v)} cases) {min(v):.2f}x-{max(v):.2f}x" for name, v in groups.items())
+        + ": the fold costs most where it serves the fewest tokens."
+    )
+
+
 # FP8_CHUNKS's fields where it differs from the fast fp8 table's block_m 128 entry, as MOE_GATHER_SM90_FORCE takes
 # them (booleans 0 / 1): the commands of its forms on the fp8 layout.
 def _force_fields(config: Sm90Config, unlike: Sm90Config | None = None) -> str:
@@ -1108,6 +1128,7 @@ def fast() -> str:
         *gate_summary,
         "",
         *fp8_summary,
+        _words_over_bytes(),
         "",
         cold_opening,
         "",
