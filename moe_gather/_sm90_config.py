@@ -211,7 +211,7 @@ FP8_WS = Sm90Config(
     128, 5, 8, narrow_last_tile=2, warp_specialized=True, persistent=True, fp8_layout=True, bulk_weights=True
 )
 # The fast table's large entry: the warp-specialized tile on 256-token items of the packed words, each consumer
-# folding a K tile once for two 128-token halves; one program a multiprocessor (0.83x-0.98x FP8_CHUNKS's time from 227
+# folding a K tile once for two 128-token halves; one program a multiprocessor (0.82x-0.98x FP8_CHUNKS's time from 227
 # rows per slice, docs/sm90.md).
 WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, persistent=True)
 

@@ -889,7 +889,7 @@ def test_warp_specialized_consumers_synchronize_on_their_own_warpgroup(tmp_path)
 def test_warp_specialized_halves_fold_once_for_256_tokens(tmp_path):
     """At block_m 256 a consumer's loop is one K tile on two 128-token halves: its words folded once (two PRMT a word,
     16 a tile), each half's four wgmmas on the same registers and its own promotion (one FFMA an accumulator element
-    a half), the slot waited on and released once; spill-free, 300 SASS against the pairs' 409 for as many tokens
+    a half), the slot waited on and released once; spill-free, 296 SASS against the pairs' 409 for as many tokens
     and K tiles. An item of at most 128 tokens runs the first half alone: four wgmmas and one promotion a K tile,
     spill-free. The producer (WIDE_PRODUCER_REGS) copies 16 x pieces, 4 of words and the scales a K tile; the ring
     of 4 stages and the epilogues fit the multiprocessor."""
@@ -933,8 +933,11 @@ def test_warp_specialized_halves_on_the_fp8_layout_take_a_from_shared_memory(tmp
         assert loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 1 and loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 1
         assert not any(op.startswith(("STL", "LDL")) for op in loop) and len(loop) <= 225, len(loop)
     one = [loop for loop in loops if loop.count(wgmma) == 4 and loop.count("FFMA") == 64 and "PRMT" not in loop]
-    assert len(one) >= 2 and all(loop.count("WARPGROUP.DEPBAR.LE") == 1 for loop in one), [len(lp) for lp in loops]
-    assert not any(op.startswith(("STL", "LDL")) for loop in one for op in loop), [len(lp) for lp in one]
+    assert len(one) >= 2, [len(loop) for loop in loops]
+    for loop in one:  # each consumer's, on an item's first half alone
+        assert loop.count("WARPGROUP.DEPBAR.LE") == 1 and loop.count("SYNCS.PHASECHK.TRANS64.TRYWAIT") == 1
+        assert loop.count("SYNCS.ARRIVE.TRANS64.A1T0") == 1
+        assert not any(op.startswith(("STL", "LDL")) for op in loop) and len(loop) <= 135, len(loop)
     assert kernel.metadata.shared <= 227 * 1024
 
 

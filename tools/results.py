@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import math
 import os
 import re
 import sys
@@ -134,7 +135,7 @@ def gate() -> str:
         "(`--precision fast --layout fp8`; `save_fast_fp8_ws.log`: the 42 cases of its warp-specialized block_m 128 "
         "entry by test id, with `--benchmark-compare` against the files before; `save_fast_fp8_mid.log`: the 13 "
         "cases of 90-192 rows per slice that the entry took over from the block_m 64 one, the same way) and of its "
-        "packed words (`--precision fast`; `save_fast_one_half.log`: the 42 cases of 193 rows per slice and more "
+        "packed words (`--precision fast`; `save_fast_one_half.log.gz`: the 42 cases of 193 rows per slice and more "
         "when the 256-token tile took a slice's last 65-128 rows on its first half alone, the same way), and a run "
         "with a slower config forced "
         f"(`{slowed} ... --benchmark-compare`) that the gate fails. Time change: the measured median against the "
@@ -382,12 +383,12 @@ def _words_over_bytes() -> str:
         rows = _rows_per_slice(r)
         if "-uniform-bs" not in case or rows < 193:
             continue
-        last = (rows - 1) % 256 + 1
+        last = (math.ceil(rows) - 1) % 256 + 1  # a mean just past a multiple of 256: a few rows more
         groups["1-64" if last <= 64 else "65-128" if last <= 128 else "129-256"].append(r["us"] / fp8[case]["us"])
     return (
         "- the packed words' time over the fp8 layout's (the two gate baselines, other processes) on the uniform "
         "cases from 193 rows per slice, by the rows of a slice's last 256-token item (the mean rows per slice mod "
-        "256): "
+        "256, the mean rounded up): "
         + "; ".join(f"{name} ({len(v)} cases) {min(v):.2f}x-{max(v):.2f}x" for name, v in groups.items())
         + ": the fold costs most where it serves the fewest tokens."
     )
@@ -574,27 +575,34 @@ def _halves() -> list[str]:
         raise SystemExit("ab_one_half.json: the two forms' outputs differ")
     ab_ratio = [r["new_us"] / r["base_us"] for r in ab]
     wins = [f"{case} {ratio:.3f}x" for case, ratio in mid.items() if ratio < 1]
+    swept = sorted(
+        runs[0]["tokens"] / MODELS["gpt-oss-120b"].local_experts for runs in _sweep_runs("sweep_halves.json", 3)
+    )
     return [
         f"`{_short_config(str(WS_HALVES))}`, the fast table's entry from 193 rows per slice on the packed words: each "
         "consumer folds a K tile's words once and runs them on two 128-token halves, each half's four wgmmas on the "
         "same registers and its own promotion (docs/sm90.md); a slice's last 65-128 rows on the first half alone. "
-        "Against the chunks of four K tiles at block_m 128 (`FP8_CHUNKS`, on the packed words) on 10 cases from 227 "
-        "to 2585 rows per slice, each run first and last: "
+        "Against the chunks of four K tiles at block_m 128 (`FP8_CHUNKS`, on the packed words) on "
+        f"{len(swept)} cases from {swept[0]:.0f} to {swept[-1]:.0f} rows per slice, each run first and last: "
         f"{min(words):.3f}x to {max(words):.3f}x its time (over the mean of its two runs), its outputs' agreement "
         "with the reference the same on every case (`sweep_halves.json`: `python tools/sweep_sm90.py --precision "
-        f'fast --cases ... --configs "C;{fields};C" --json ...`, C `{chunks}`). Against its form with those last '
-        f"rows on the 128-token pairs: {min(ab_ratio):.3f}x-{max(ab_ratio):.3f}x its time, outputs byte-identical, "
-        f"on {len(ab)} cases with many such rows (`ab_one_half.json`: `python tools/ab_commit.py .peers/base "
-        f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast`, the base that form):",
+        f'fast --cases ... --configs "C;{fields};C" --json ...`, C `{chunks}`). Against its earlier form (those '
+        "last rows on the 128-token pairs, whose loop spilled, as did the 64-token pairs'): "
+        f"{min(ab_ratio):.3f}x-{max(ab_ratio):.3f}x its time, outputs byte-identical, on {len(ab)} cases with few "
+        "to many such slices (docs/sm90.md; `ab_one_half.json`: `python tools/ab_commit.py .peers/base "
+        f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast --json ...`, .peers/base the earlier "
+        "form's moe_gather):",
         "",
         *_config_sweep("sweep_halves.json", table_ends=True, ends="FP8_CHUNKS"),
         "",
         "Below 193 rows per slice (the 13 gate cases of 90-192 rows), against the block_m 64 entry the table keeps "
         f"there: the 256-token tile takes {min(mid.values()):.3f}x-{max(mid.values()):.3f}x its time (the mean of two "
-        f"runs each, interleaved; faster only at {', '.join(wins)}: `sweep_one_half_mid.json`: `--configs "
+        f"runs each, interleaved; under 1.000x at {', '.join(wins) or 'none'}: `sweep_one_half_mid.json`: `--configs "
         f'"table;{fields};table;{fields}"`), the 128-token tile on the packed words {min(mid_w128):.3f}x-'
         f"{max(mid_w128):.3f}x (`sweep_halves_mid.json`: `--configs "
-        f'"table;{_force_fields(dataclasses.replace(WS_HALVES, block_m=128, num_stages=5))};table"`):',
+        f'"table;{_force_fields(dataclasses.replace(WS_HALVES, block_m=128, num_stages=5))};table"`, its runs '
+        "from a sweep that also ran the 256-token tile's earlier form after the first, those rows since replaced by "
+        "`sweep_one_half_mid.json`):",
         "",
         *_config_sweep("sweep_one_half_mid.json"),
         "",
