@@ -317,14 +317,20 @@ def _baselines(layout: str) -> Path:
     return ROOT / "baselines" / baseline_folder_name("NVIDIA H200", "fast", layout) / "Linux-CPython-3.12-64bit"
 
 
+@functools.cache
 def _saves(layout: str) -> dict[Path, list[dict]]:
-    """The fast gate's baseline files in a weight layout, oldest first: their benchmarks."""
+    """The fast gate's baseline files in a weight layout, oldest first: their benchmarks (read once a run)."""
     return {p: json.loads(p.read_text())["benchmarks"] for p in sorted(_baselines(layout).glob("*.json"))}
 
 
 def _gate_rows(saves: dict[Path, list[dict]]) -> list[dict]:
     """Each case's extra_info from the newest save holding it, as the gate judges it."""
     return list({b["name"]: b["extra_info"] for benchmarks in saves.values() for b in benchmarks}.values())
+
+
+def _gate_by_case(layout: str) -> dict[str, dict]:
+    """The fast gate's rows in a weight layout (_gate_rows) by case."""
+    return {r["case"]: r for r in _gate_rows(_saves(layout))}
 
 
 def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
@@ -377,7 +383,7 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
 def _words_over_bytes() -> str:
     """The packed words' gate time over the fp8 layout's on the uniform cases of the 256-token tile (193 rows per slice
     and more: slices near their mean), grouped by the rows of a slice's last item (the mean rows per slice mod 256)."""
-    words, fp8 = ({r["case"]: r for r in _gate_rows(_saves(layout))} for layout in ("mxfp4", "fp8"))
+    words, fp8 = _gate_by_case("mxfp4"), _gate_by_case("fp8")
     groups: dict[str, list[float]] = {"1-64": [], "65-128": [], "129-256": []}
     for case, r in words.items():
         rows = _rows_per_slice(r)
@@ -564,7 +570,8 @@ def _halves() -> list[str]:
     chunks = _force_fields(FP8_CHUNKS)
     fp8_fields = _force_fields(dataclasses.replace(WS_HALVES, num_stages=3, fp8_layout=True, bulk_weights=True))
     fp8_runs = _sweep_runs("sweep_halves_fp8.json", 3)
-    words = [_over_ends(runs, 1) for runs in _sweep_runs("sweep_halves.json", 3)]
+    swept_runs = _sweep_runs("sweep_halves.json", 3)
+    words = [_over_ends(runs, 1) for runs in swept_runs]
     fp8 = [_over_ends(runs, 1) for runs in fp8_runs]
     drift = [runs[-1]["us"] / runs[0]["us"] for runs in fp8_runs]
     mid_w128 = [_over_ends(runs, 1) for runs in _sweep_runs("sweep_halves_mid.json", 3)]
@@ -575,9 +582,7 @@ def _halves() -> list[str]:
         raise SystemExit("ab_one_half.json: the two forms' outputs differ")
     ab_ratio = [r["new_us"] / r["base_us"] for r in ab]
     wins = [f"{case} {ratio:.3f}x" for case, ratio in mid.items() if ratio < 1]
-    swept = sorted(
-        runs[0]["tokens"] / MODELS["gpt-oss-120b"].local_experts for runs in _sweep_runs("sweep_halves.json", 3)
-    )
+    swept = sorted(runs[0]["tokens"] / MODELS["gpt-oss-120b"].local_experts for runs in swept_runs)
     return [
         f"`{_short_config(str(WS_HALVES))}`, the fast table's entry from 193 rows per slice on the packed words: each "
         "consumer folds a K tile's words once and runs them on two 128-token halves, each half's four wgmmas on the "
@@ -735,7 +740,7 @@ def _decode_cold() -> tuple[str, list[str]]:
     """decode_cold.json (tools/decode_floor.py cold): its summary line for the page's opening, and its section."""
     data = json.loads((FAST / "decode_cold.json").read_text())
     rows = data["rows"]
-    gate = {r["case"]: r for r in _gate_rows(_saves("mxfp4"))}
+    gate = _gate_by_case("mxfp4")
     small = [r for r in rows if _rows_per_slice(r) <= 16]
     cold_roof = geometric_mean([r["roof_us"] / r["fast_cold"] for r in small])
     gate_roof = geometric_mean([gate[r["case"]]["pct_roof"] for r in small])
