@@ -123,11 +123,11 @@ def _gate_row(path: Path) -> str:
 
 
 def gate() -> str:
-    logs = sorted([*(H200 / "gate").glob("*.log"), *(H200 / "gate").glob("*.log.gz")])
+    logs = sorted([*(H200 / "gate").glob("*.log"), *(H200 / "gate").glob("*.log.gz")],
+                  key=lambda p: p.name.removesuffix(".gz"))  # fmt: skip
     names = [p.name.removesuffix(".gz") for p in logs]
     if len(set(names)) != len(names):
         raise SystemExit("results/h200/gate: a log is there both plain and gzip-compressed")
-    logs.sort(key=lambda p: p.name.removesuffix(".gz"))
     slowed = "MOE_GATHER_SM90_FORCE=block_m=16,num_stages=2,tail_rows=0,two_partials=0"
     lead = (
         "Each log is one run of `pytest suites/test_benchmark.py --gpu hopper ...`: compares of the unchanged kernel "
