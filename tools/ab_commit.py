@@ -2,7 +2,7 @@
 
     mkdir -p .peers/base && git archive BASE moe_gather | tar -x -C .peers/base
     python3 tools/ab_commit.py .peers/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json] [--precision fast]
-        [--layout fp8]
+        [--layout fp8] [--new-force num_stages=4]
 
 (The base is unpacked from git into the ignored .peers/, so that a GPU machine that gets a copy of the working tree
 without its history can run it.)
@@ -11,19 +11,22 @@ The base package is imported from that folder as `base_moe_gather`. Each side bu
 from the same seeds (the inputs are checked equal), runs its own table's config, is checked against this tree's
 golden reference (bitwise-equal fraction, worst ulp) and timed sustained (CUDA-graph replays, the median round over a
 second after a warm-up: moe_gather.benchmarking.sustained_seconds), the sides alternating, the best of `--rounds`
-rounds each. One line per case: both times, the ratio (>1: this tree faster), both agreements, and
-whether the two sides' outputs are bit-identical.
+rounds each; `--new-force` overrides fields of this tree's table choices only (as MOE_GATHER_SM90_FORCE would). One
+line per case: both times, the ratio (>1: this tree faster), both agreements, and whether the two sides' outputs are
+bit-identical.
 """
 
 import argparse
 import importlib.util
 import json
+import os
 import pathlib
 import sys
 
 import torch
 
 from moe_gather import bmm1, problem
+from moe_gather._sm90_config import FORCE_ENV
 from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.reference import compare_fp8
 
@@ -39,6 +42,22 @@ def import_base(folder: str):
     return importlib.import_module("base_moe_gather.bmm1"), importlib.import_module("base_moe_gather.problem")
 
 
+def _forced(fields, fn, *args):
+    """fn(*args) with the sm90 table's choices overridden by `fields` (FORCE_ENV) where given: the calls that choose
+    (the eager call, the graph's capture) run under it, the replays keep what it chose."""
+    if not fields:
+        return fn(*args)
+    old = os.environ.get(FORCE_ENV)
+    os.environ[FORCE_ENV] = fields
+    try:
+        return fn(*args)
+    finally:
+        if old is None:
+            del os.environ[FORCE_ENV]
+        else:
+            os.environ[FORCE_ENV] = old
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base", help="a folder holding the base commit's moe_gather/")
@@ -47,6 +66,7 @@ def main():
     parser.add_argument("--json", default=None)
     parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
     parser.add_argument("--layout", choices=bmm1.LAYOUTS, default=None, help="default: prepare_weights'")
+    parser.add_argument("--new-force", default=None, help="fields forced on this tree's choices, e.g. num_stages=4")
     args = parser.parse_args()
     sides = {"new": (bmm1, problem), "base": import_base(args.base)}
     setups = {}
@@ -63,7 +83,8 @@ def main():
         runs, outs = {}, {}
         for side, (kernel, problems, model, params, weights) in setups.items():
             p = problems.make_problem(problems.Case(model, routing, int(batch)), "cuda", params)
-            runs[side] = (lambda k=kernel, p=p, w=weights: k.run_problem(p, w)), p
+            force = args.new_force if side == "new" else None
+            runs[side] = (lambda k=kernel, p=p, w=weights, f=force: _forced(f, k.run_problem, p, w)), p
             outs[side] = runs[side][0]()
         new_p, base_p = runs["new"][1], runs["base"][1]
         same_inputs = torch.equal(new_p.x.view(torch.uint8), base_p.x.view(torch.uint8)) and torch.equal(
