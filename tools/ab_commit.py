@@ -22,6 +22,7 @@ import json
 import os
 import pathlib
 import sys
+from unittest import mock
 
 import torch
 
@@ -45,17 +46,8 @@ def import_base(folder: str):
 def _forced(fields, fn, *args):
     """fn(*args) with the sm90 table's choices overridden by `fields` (FORCE_ENV) where given: the calls that choose
     (the eager call, the graph's capture) run under it, the replays keep what it chose."""
-    if not fields:
+    with mock.patch.dict(os.environ, {FORCE_ENV: fields} if fields else {}):
         return fn(*args)
-    old = os.environ.get(FORCE_ENV)
-    os.environ[FORCE_ENV] = fields
-    try:
-        return fn(*args)
-    finally:
-        if old is None:
-            del os.environ[FORCE_ENV]
-        else:
-            os.environ[FORCE_ENV] = old
 
 
 def main():
