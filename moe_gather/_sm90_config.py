@@ -38,7 +38,8 @@ class Sm90Config:
     overlap_tiles: int = 0
     # The fast precision on a producer warpgroup (cp.async, mbarriers) and two consumer warpgroups that never wait on
     # each other, each pairing K tiles on its own 64 weight rows (_sm90_ws; split_k changes that): num_warps 8 counts
-    # the consumers. At block_m 256 (the packed words) each consumer folds a K tile once for two 128-token halves.
+    # the consumers (12: three on items of 192 weight rows, each K tile on one partial; the fp8 layout's block_m 128).
+    # At block_m 256 (the packed words) each consumer folds a K tile once for two 128-token halves.
     warp_specialized: bool = False
     # One program per multiprocessor over the launch's tiles, its ring running on from one tile to the next (the next
     # tile's first K tiles load while the last one's epilogue runs): the warp-specialized tile's, or the fp8 layout's
@@ -94,9 +95,11 @@ class Sm90Config:
         block_ms = (16, 32, 64) if self.split_k else (64, 128) if self.lag else (64, 128, 256)
         chunk = self.overlap_tiles or 2
         most_stages = {128: 5 if self.fp8_layout else 7, 256: 3 if self.fp8_layout else 4}.get(self.block_m, 7)
+        three = (self.fp8_layout, self.block_m == 128, self.num_stages <= 4, not self.split_k, not self.lag)
         if self.warp_specialized and (
             self.block_m not in block_ms
-            or self.num_warps != 8
+            or self.num_warps not in (8, 12)
+            or (self.num_warps == 12 and not (all(three) and self.overlap_tiles in (0, 2)))
             or self.num_stages > most_stages
             or any(others)
             or (self.maxnreg and not (self.split_k and 48 <= self.maxnreg <= WS_MAXNREG))
@@ -106,7 +109,9 @@ class Sm90Config:
             # layout) and the epilogues' scratch pass 227 KB; block_m 64 on the fp8 layout is held to the 7 measured
             raise ValueError(
                 "Sm90Config: warp_specialized takes block_m 64 or 128 (256 without lag; 16, 32 or 64 with split_k),"
-                " num_warps 8 (its consumers), num_stages up to 7 (5 with fp8_layout at block_m 128, 4 at block_m"
+                " num_warps 8 (its consumers; 12 on the fp8 layout at block_m 128, 4 stages at most, no split_k, lag"
+                " or chunks of four),"
+                " num_stages up to 7 (5 with fp8_layout at block_m 128, 4 at block_m"
                 " 256, 3 with fp8_layout; 3 or more with split_k,"
                 " lag * overlap_tiles + 2 or more with lag), maxnreg 48-168 only with split_k, none of tail_rows,"
                 " two_partials, split_at, parity_rings, and with split_k none of overlap_tiles, fp8_layout, lag, got"
@@ -277,7 +282,7 @@ def packed_words_config(config: Sm90Config) -> Sm90Config:
     if config.persistent_fp8:
         return replace(config, persistent=False)
     if config.warp_specialized and config.fp8_layout:  # its producer's registers go back to the consumers' fold
-        return replace(config, fp8_layout=False, bulk_weights=False)
+        return replace(config, fp8_layout=False, bulk_weights=False, num_warps=8)
     return replace(config, wide_tiles=False, tail_rows=0) if config.wide_tiles else config
 
 

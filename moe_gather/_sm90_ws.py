@@ -12,6 +12,10 @@ producer's). On the fp8 layout's bytes (the fast fp8 table's block_m 128 entry: 
 copies the folded bytes, each row block's K tile by one TMA copy with bulk_weights, and the consumers hand wgmma its A
 from shared memory: no fold.
 
+With num_warps 12 (the fp8 layout at block_m 128) three consumers share each x tile, an item 192 weight rows: each
+waits on its K tile's wgmmas and promotes them on one partial (their registers: 152 a thread), the others' wgmmas
+running meanwhile; each runs its epilogue in two halves of tokens (half the shared-memory scratch, for 4 stages).
+
 At block_m 256 (_sm90_config.WS_HALVES, the fast table's large entry on the packed words) a work item is 256 tokens:
 each consumer folds a K tile's words once and runs them on the item's two 128-token halves in turn
 (_consume_halves).
@@ -57,9 +61,9 @@ PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg); WS_MAXNREG cap
 WIDE_PRODUCER_REGS = 56
 
 
-def consumer_regs(maxnreg: int, producer_regs: int = PRODUCER_REGS) -> int:
-    """Each consumer thread's registers (setmaxnreg, a multiple of 8): what the producer leaves of 12 warps'."""
-    return (maxnreg * 12 - producer_regs * 4) // 8 // 8 * 8
+def consumer_regs(maxnreg: int, producer_regs: int = PRODUCER_REGS, consumers: int = 2) -> int:
+    """Each consumer thread's registers (setmaxnreg, a multiple of 8): what the producer leaves of all warps'."""
+    return (maxnreg * 4 * (consumers + 1) - producer_regs * 4) // (4 * consumers) // 8 * 8
 
 
 CONSUMER_REGS = consumer_regs(WS_MAXNREG)
@@ -80,7 +84,7 @@ def _item(work, item, N: gl.constexpr, BLOCK_M: gl.constexpr, ROWS: gl.constexpr
 @gluon.jit
 def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K: gl.constexpr,
              N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, SPLIT_K: gl.constexpr,
-             w_desc):  # fmt: skip
+             w_desc, CONSUMERS: gl.constexpr = 2):  # fmt: skip
     """The producer warpgroup, over the program's work items: step t of an item (its partial K tile first, then tiles
     0, 1, ...) into the ring's next slot once its readers (both consumers; split_k: one) have released it; each
     thread's copies arrive on the
@@ -90,7 +94,9 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
     `full` (its bytes expected by one more arrival) instead of 4 cp.async a thread."""
     K_TILES: gl.constexpr = _k_steps(K)[0]
     FIRST: gl.constexpr = _k_steps(K)[2]
-    ROWS: gl.constexpr = (2 - SPLIT_K) * _ROW_BLOCK  # weight rows per item
+    BLOCKS_N: gl.constexpr = 1 if SPLIT_K else CONSUMERS  # 64-row blocks per item
+    ROWS: gl.constexpr = BLOCKS_N * _ROW_BLOCK  # weight rows per item
+    S_WORDS: gl.constexpr = 2 * _ROW_BLOCK if ROWS <= 2 * _ROW_BLOCK else 4 * _ROW_BLOCK  # a slot's, ROWS used
     W_ROW: gl.constexpr = _w_row(words_ptr.dtype.element_ty)  # a row's K tile: 16 packed words or 128 fp8 bytes
     ROW_ELEMS: gl.constexpr = K_TILES * W_ROW
     W_TILE: gl.constexpr = _ROW_BLOCK * W_ROW  # one K tile of a row block
@@ -101,7 +107,7 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
     else:
         w_copy: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [gl.num_warps(), 1], [1, 0])
     s_copy: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
-    offs_s = gl.arange(0, 2 * _ROW_BLOCK, layout=s_copy)  # a scale word a thread: ROWS of them copied
+    offs_s = gl.arange(0, S_WORDS, layout=s_copy)  # scale words a slot: ROWS of them copied
     offs_xk = gl.arange(0, _TILE_K, layout=gl.SliceLayout(0, x_copy))
     offs_wn = gl.arange(0, _ROW_BLOCK, layout=gl.SliceLayout(1, w_copy))
     offs_wc = gl.arange(0, W_ROW, layout=gl.SliceLayout(0, w_copy))
@@ -116,7 +122,7 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
             # [row block, K tile, row, word or byte]: a consumer's 64 rows of one K tile are one piece (4 or 8 KB)
             w_ptrs = words_ptr + (row0 // _ROW_BLOCK * (_ROW_BLOCK * ROW_ELEMS) + offs_wn * W_ROW)[:, None]
             w_ptrs = w_ptrs + offs_wc[None, :]
-            s_rows = gl.minimum(offs_s, ROWS - 1) if SPLIT_K else offs_s  # split_k's masked half stays in bounds
+            s_rows = gl.minimum(offs_s, ROWS - 1) if S_WORDS > ROWS else offs_s  # masked words stay in bounds
             s_ptrs = scales_ptr + expert.to(gl.int64) * K_TILES * N + pid_n * ROWS + s_rows
             for t in range(K_TILES):
                 slot = (step + t) % STAGES
@@ -126,16 +132,16 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
                 in_k = (offs_xk < K - k0)[None, :]
                 cp.async_copy_global_to_shared(x_ring.index(slot), x_ptrs + k0, mask=in_slice & in_k)
                 if BULK:
-                    mbarrier.expect(full.index(slot), 2 * W_TILE)
-                    for h in gl.static_range(2):  # row blocks of K_TILES tiles of 64 rows
+                    mbarrier.expect(full.index(slot), BLOCKS_N * W_TILE)
+                    for h in gl.static_range(BLOCKS_N):  # row blocks of K_TILES tiles of 64 rows
                         row = (row0 // _ROW_BLOCK + h) * (K_TILES * _ROW_BLOCK) + tile * _ROW_BLOCK
                         tma.async_copy_global_to_shared(w_desc, [row.to(gl.int32), 0], full.index(slot),
                                                         w_ring[h].index(slot))  # fmt: skip
                 else:
-                    for h in gl.static_range(2 - SPLIT_K):  # each consumer's 64 rows: a row block of its own
+                    for h in gl.static_range(BLOCKS_N):  # each consumer's 64 rows: a row block of its own
                         w_half = w_ptrs + (h * _ROW_BLOCK * ROW_ELEMS + tile * W_TILE)
                         cp.async_copy_global_to_shared(w_ring[h].index(slot), w_half)
-                if SPLIT_K:  # 64 scale words (the other half of the slot is zero-filled, never read)
+                if S_WORDS > ROWS:  # ROWS scale words (the rest of the slot is zero-filled, never read)
                     cp.async_copy_global_to_shared(s_ring.index(slot), s_ptrs + tile * N, mask=offs_s < ROWS)
                 else:
                     cp.async_copy_global_to_shared(s_ring.index(slot), s_ptrs + tile * N)
@@ -192,6 +198,17 @@ def _chunk(rings, t0, STRIDE: gl.constexpr, STEPS: gl.constexpr, RB: gl.constexp
 
 
 @gluon.jit
+def _one_tile(rings, step, RB: gl.constexpr, W: gl.constexpr, STAGES: gl.constexpr, acc, part, BLOCKS: gl.constexpr):
+    """Ring step `step`'s K tile on one partial: its wgmmas chained, waited on, the slot released, the partial
+    promoted into acc."""
+    landed = _landed(rings, step, RB, W, STAGES)
+    flight, _, ref = _fast_chain(landed, part, _ROW_BLOCK, BLOCKS)
+    part = warpgroup_mma_wait(num_outstanding=0, deps=(flight,))
+    mbarrier.arrive(rings[4].index(step % STAGES), count=1)
+    return _promote(part, ref[:, None], acc), part
+
+
+@gluon.jit
 def _lead(WG: gl.constexpr, handover):
     """With LAG: consumer 0 tells consumer 1 it may start the item (once 1 has taken the last such word); consumer 1
     waits for it. `handover`: (`handed`, `taken`, phase), split_k's barriers (LAG and split_k never meet)."""
@@ -207,7 +224,7 @@ def _lead(WG: gl.constexpr, handover):
 @gluon.jit
 def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.constexpr, W: gl.constexpr,
                    STAGES: gl.constexpr, SPLIT_K: gl.constexpr, handover, CHUNK: gl.constexpr,
-                   LAG: gl.constexpr):  # fmt: skip
+                   LAG: gl.constexpr, CONSUMERS: gl.constexpr = 2):  # fmt: skip
     """Consumer WG's K loop on an item's first W tokens, its K tiles from ring step `step` on (with SPLIT_K, every
     other one from step + WG), in chunks of CHUNK (_chunk), then its epilogue (with SPLIT_K: consumer 1 hands its sum
     to consumer 0, which adds it and stores). With LAG, consumer 1 starts the item's K loop once consumer 0 has done
@@ -231,15 +248,20 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
     first = step + WG * SPLIT_K  # its first ring step
     if LAG and WG == 1:
         _lead(WG, handover)
-    if FIRST:
+    if CONSUMERS > 2:  # one partial, each K tile waited on and promoted: the other consumers' wgmmas run meanwhile
+        if FIRST:
+            acc, even = _one_tile(rings, first, RB, W, STAGES, acc, even, LAST_BLOCKS)
+        for t in range(FIRST, MINE):
+            acc, even = _one_tile(rings, first + t, RB, W, STAGES, acc, even, _TILE_K // _MX_BLOCK)
+    elif FIRST:
         acc, even, odd = _chunk(rings, first, STRIDE, 1, RB, W, STAGES, acc, even, odd, LAST_BLOCKS)
-    for c in range(CHUNKS):
+    for c in range(CHUNKS * (CONSUMERS == 2)):
         acc, even, odd = _chunk(rings, first + (FIRST + c * CHUNK) * STRIDE, STRIDE, CHUNK, RB, W, STAGES, acc,
                                 even, odd)  # fmt: skip
         if LAG and WG == 0:  # noqa: SIM102 (constexprs, then a runtime test: Gluon folds the first away)
             if c == LAG - 1:
                 _lead(WG, handover)
-    if (MINE - FIRST) % CHUNK:  # the whole tiles past the last chunk
+    if (MINE - FIRST) % CHUNK and CONSUMERS == 2:  # the whole tiles past the last chunk
         acc, even, odd = _chunk(rings, first + (FIRST + CHUNKS * CHUNK) * STRIDE, STRIDE, (MINE - FIRST) % CHUNK, RB,
                                 W, STAGES, acc, even, odd)  # fmt: skip
     if LAG and WG == 0 and CHUNKS < LAG:  # fewer chunks than LAG: consumer 1 starts now
@@ -259,12 +281,19 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
             gl.thread_barrier()  # this warpgroup's loads, before the buffer is handed back
             mbarrier.arrive(taken, count=1)
     if WG == 0 or not SPLIT_K:
-        block = (2 - SPLIT_K) * pid_n + WG  # this warpgroup's 64-row column block
+        block = (1 if SPLIT_K else CONSUMERS) * pid_n + WG  # this warpgroup's 64-row column block
         row0 = expert.to(gl.int64) * N + block * _ROW_BLOCK
-        _swiglu_tile(
-            acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start, size, N,
-            _FAST_ACC_SCALE,
-        )  # fmt: skip
+        if CONSUMERS > 2 and W > 64:  # in two halves of tokens: half the epilogue's shared-memory scratch
+            first, second = gl.split(gl.permute(acc.reshape([_ROW_BLOCK, 2, W // 2]), (0, 2, 1)))
+            _swiglu_tile(first, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start,
+                         size, N, _FAST_ACC_SCALE)  # fmt: skip
+            _swiglu_tile(second, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0 + W // 2,
+                         block, start, size, N, _FAST_ACC_SCALE)  # fmt: skip
+        else:
+            _swiglu_tile(
+                acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start, size, N,
+                _FAST_ACC_SCALE,
+            )  # fmt: skip
 
 
 @gluon.jit
@@ -349,7 +378,7 @@ def _consume_halves(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.c
 @gluon.jit
 def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
              STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
-             LAG: gl.constexpr):  # fmt: skip
+             LAG: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
     """Consumer warpgroup WG (0: the default partition, 1: a worker) over the program's work items, each on its
     tile's width: a slice's last rows take a half or a quarter of BLOCK_M where they fit (NARROW halvings at most).
     `out`: (bias, x_scale, out_scale, out, alpha, limit); `handover`: split_k's or LAG's (`handed`, `taken`)
@@ -358,21 +387,25 @@ def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: g
     step = 0  # K tiles through the ring so far
     done = 0  # items taken: the handover barriers' phase
     for item in range(gl.program_id(0), work[3], gl.num_programs(0)):
-        entry, expert, pid_n, m0, size, start = _item(work, item, N, BLOCK_M, (2 - SPLIT_K) * _ROW_BLOCK)
+        entry, expert, pid_n, m0, size, start = _item(
+            work, item, N, BLOCK_M, (1 if SPLIT_K else CONSUMERS) * _ROW_BLOCK
+        )
         if entry >= 0:
             epi = (out[0], out[1], out[2], out[3], out[4], out[5], expert, pid_n, size, start, m0)
             hand = (handover[0], handover[1], done & 1)
             if NARROW >= 2 and size - m0 <= BLOCK_M // 4:
-                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 4, STAGES, SPLIT_K, hand, CHUNK, LAG)
+                _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 4, STAGES, SPLIT_K, hand, CHUNK, LAG, CONSUMERS)
             elif NARROW >= 1 and size - m0 <= BLOCK_M // 2:
                 if BLOCK_M == 4 * _ROW_BLOCK:  # one half of one fold
                     _consume_halves(WG, rings, epi, step, K, N, STAGES, 1)
                 else:
-                    _consume_width(WG, rings, epi, step, K, N, BLOCK_M // 2, STAGES, SPLIT_K, hand, CHUNK, LAG)
+                    _consume_width(
+                        WG, rings, epi, step, K, N, BLOCK_M // 2, STAGES, SPLIT_K, hand, CHUNK, LAG, CONSUMERS
+                    )
             elif BLOCK_M == 4 * _ROW_BLOCK:  # two 128-token halves of one fold
                 _consume_halves(WG, rings, epi, step, K, N, STAGES, 2)
             else:
-                _consume_width(WG, rings, epi, step, K, N, BLOCK_M, STAGES, SPLIT_K, hand, CHUNK, LAG)
+                _consume_width(WG, rings, epi, step, K, N, BLOCK_M, STAGES, SPLIT_K, hand, CHUNK, LAG, CONSUMERS)
             step += K_TILES
             done += 1
 
@@ -380,15 +413,22 @@ def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: g
 @gluon.jit
 def _consume_0(rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
                STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
-             LAG: gl.constexpr):  # fmt: skip
-    _consume(0, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K, CHUNK, LAG)
+               LAG: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
+    _consume(0, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K, CHUNK, LAG, CONSUMERS)
 
 
 @gluon.jit
 def _consume_1(rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
                STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
-             LAG: gl.constexpr):  # fmt: skip
-    _consume(1, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K, CHUNK, LAG)
+               LAG: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
+    _consume(1, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K, CHUNK, LAG, CONSUMERS)
+
+
+@gluon.jit
+def _consume_2(rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
+               STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
+               LAG: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
+    _consume(2, rings, out, work, handover, K, N, BLOCK_M, STAGES, NARROW, SPLIT_K, CHUNK, LAG, CONSUMERS)
 
 
 @gluon.jit
@@ -399,9 +439,9 @@ def bmm1_sm90_ws_kernel(
     w_desc,  # with bulk weights, the fp8 layout's TMA descriptor (_sm90._bulk_descriptor), else None
     K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_STAGES: gl.constexpr, NARROW: gl.constexpr,
     SPLIT_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, CHUNK: gl.constexpr,
-    LAG: gl.constexpr,
+    LAG: gl.constexpr, CONSUMERS: gl.constexpr,  # consumer warpgroups, each on 64 weight rows of an item
 ):  # fmt: skip
-    ROWS: gl.constexpr = 2 * _ROW_BLOCK
+    S_WORDS: gl.constexpr = 2 * _ROW_BLOCK if CONSUMERS == 2 else 4 * _ROW_BLOCK  # a slot's scale words (_produce)
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, _TILE_K], x_nvmma)
@@ -419,10 +459,13 @@ def bmm1_sm90_ws_kernel(
     else:
         # each consumer's words in a ring of their own: the copies into one do not order those into the other
         if _folded(words_ptr.dtype.element_ty):  # the fp8 layout's bytes: wgmma's A, 128-byte swizzled as x
-            w_ring = (
-                gl.allocate_shared_memory(words_ptr.dtype.element_ty, [NUM_STAGES, _ROW_BLOCK, _TILE_K], x_nvmma),
-                gl.allocate_shared_memory(words_ptr.dtype.element_ty, [NUM_STAGES, _ROW_BLOCK, _TILE_K], x_nvmma),
-            )
+            fp8_shape: gl.constexpr = [NUM_STAGES, _ROW_BLOCK, _TILE_K]
+            w0 = gl.allocate_shared_memory(words_ptr.dtype.element_ty, fp8_shape, x_nvmma)
+            w1 = gl.allocate_shared_memory(words_ptr.dtype.element_ty, fp8_shape, x_nvmma)
+            if CONSUMERS == 3:
+                w_ring = (w0, w1, gl.allocate_shared_memory(words_ptr.dtype.element_ty, fp8_shape, x_nvmma))
+            else:
+                w_ring = (w0, w1)
         else:
             w_ring = (
                 gl.allocate_shared_memory(gl.int32, w_shape, plain2),
@@ -435,25 +478,38 @@ def bmm1_sm90_ws_kernel(
             mbarrier.init(lead.index(0), count=1)
             mbarrier.init(lead.index(1), count=1)
             hand = (lead.index(0), lead.index(1))
-    s_ring = gl.allocate_shared_memory(gl.int32, [NUM_STAGES, ROWS], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    s_ring = gl.allocate_shared_memory(gl.int32, [NUM_STAGES, S_WORDS], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     for i in gl.static_range(NUM_STAGES):
         # each producer thread's copies (4 warps), and with bulk weights the arrival that expects their bytes
         mbarrier.init(full.index(i), count=32 * 4 + (w_desc is not None))
-        mbarrier.init(empty.index(i), count=2 - SPLIT_K)  # each consumer warpgroup that reads the slot
+        mbarrier.init(empty.index(i), count=1 if SPLIT_K else CONSUMERS)  # each consumer that reads the slot
 
     rings = (x_ring, w_ring, s_ring, full, empty, sums)
     out = (bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit)
     work = (schedule_ptr, slice_sizes_ptr, slice_offs_ptr, items)
-    gl.warp_specialize(
-        [
-            (_consume_0, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG)),
-            (_consume_1, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG)),
-            (_produce, (x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K, N,
-                        BLOCK_M, NUM_STAGES, SPLIT_K, w_desc)),
-        ],
-        [4, 4],
-        [CONSUMER_REGS, PRODUCER_REGS],
-    )  # fmt: skip
+    if CONSUMERS == 3:  # (the partitions' arguments written out: a tuple held in a variable loses its constexprs)
+        gl.warp_specialize(
+            [
+                (_consume_0, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG, 3)),
+                (_consume_1, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG, 3)),
+                (_consume_2, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG, 3)),
+                (_produce, (x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K, N,
+                            BLOCK_M, NUM_STAGES, SPLIT_K, w_desc, 3)),
+            ],
+            [4, 4, 4],
+            [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS],
+        )  # fmt: skip
+    else:
+        gl.warp_specialize(
+            [
+                (_consume_0, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG, 2)),
+                (_consume_1, (rings, out, work, hand, K, N, BLOCK_M, NUM_STAGES, NARROW, SPLIT_K, CHUNK, LAG, 2)),
+                (_produce, (x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_ring, full, empty, K, N,
+                            BLOCK_M, NUM_STAGES, SPLIT_K, w_desc, 2)),
+            ],
+            [4, 4],
+            [CONSUMER_REGS, PRODUCER_REGS],
+        )  # fmt: skip
 
 
 def ws_constexprs(config, k: int, n: int) -> dict:
@@ -465,10 +521,11 @@ def ws_constexprs(config, k: int, n: int) -> dict:
         "NUM_STAGES": config.num_stages,
         "NARROW": _narrowing(config.narrow_last_tile, config.block_m),
         "SPLIT_K": int(config.split_k),
-        "CONSUMER_REGS": consumer_regs(launch_options(config)["maxnreg"], producer_regs(config)),
+        "CONSUMER_REGS": consumer_regs(launch_options(config)["maxnreg"], producer_regs(config), config.num_warps // 4),
         "PRODUCER_REGS": producer_regs(config),
         "CHUNK": config.overlap_tiles or 2,
         "LAG": config.lag,
+        "CONSUMERS": config.num_warps // 4,
     }
 
 
@@ -478,5 +535,8 @@ def producer_regs(config) -> int:
 
 
 def launch_options(config) -> dict:
-    """The default partition's warps (the workers add 8) and the register cap of all 12."""
+    """The default partition's warps (the workers add the other consumers' and the producer's) and the register cap
+    of all of them."""
+    if config.num_warps == 12:  # three consumers: 16 warps share the register file
+        return {"num_warps": 4, "maxnreg": 65536 // (32 * 16)}
     return {"num_warps": 4, "maxnreg": config.maxnreg or WS_MAXNREG}  # Sm90Config.maxnreg with split_k: lower

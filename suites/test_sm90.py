@@ -746,6 +746,11 @@ def test_warp_specialized_configs_are_refused_outside_their_tiles():
     for fields in others:
         with pytest.raises(ValueError, match=r"takes block_m 64 or 128 \(256 without lag; 16, 32 or 64 with split_k"):
             replace(WS_CONFIG, **fields)
+    # three consumers: the fp8 layout's 128-token tile on 4 stages at most, without split_k or lag
+    assert replace(_sm90.FP8_WS, num_warps=12, num_stages=4).block_n == 192
+    for fields in ({}, {"fp8_layout": False, "bulk_weights": False}, {"lag": 1}, {"block_m": 64}):
+        with pytest.raises(ValueError, match=r"12 on the fp8 layout at block_m 128, 4 stages at most"):
+            replace(_sm90.FP8_WS, num_warps=12, **({"num_stages": 4} if fields else {}), **fields)
     split_k_others = ({"block_m": 8}, {"block_m": 128}, {"maxnreg": 40}, {"maxnreg": 176}, {"parity_rings": True},
                       {"num_stages": 2})  # fmt: skip
     for fields in split_k_others:
@@ -1152,9 +1157,10 @@ def test_racecheck_report_tells_the_scaffolding_s_hazards_from_the_kernel_s():
     summary. The lines are found in the kernel's source, not listed."""
     report = _tool("racecheck_report")
     source = (Path(__file__).parents[1] / "moe_gather" / "_sm90_ws.py").read_text().splitlines()
-    call = next(i + 1 for i, t in enumerate(source) if t.strip().startswith("gl.warp_specialize("))
+    calls = [i + 1 for i, t in enumerate(source) if t.strip().startswith("gl.warp_specialize(")]
+    call = calls[0]
     define = next(i + 1 for i, t in enumerate(source) if t.startswith("def bmm1_sm90_ws_kernel("))
-    assert report._scaffold_lines("_sm90_ws.py") == {call, define}
+    assert report._scaffold_lines("_sm90_ws.py") == {*calls, define}
     head, case = ["========= COMPUTE-SANITIZER\n"], ["uniform-bs8192: 3937 tokens, N = 128\n"]
     hazards = _hazard("RAW", (31, f"_sm90_ws.py:{call}"), (288, f"_sm90_ws.py:{define}")) + _hazard(
         "RAW", (0, f"_sm90_ws.py:{define}"), (128, f"_sm90_ws.py:{define}")
