@@ -14,7 +14,8 @@ from shared memory: no fold.
 
 With num_warps 12 (the fp8 layout at block_m 128) three consumers share each x tile, an item 192 weight rows: each
 waits on its K tile's wgmmas and promotes them on one partial (their registers: 152 a thread), the others' wgmmas
-running meanwhile; each runs its epilogue in two halves of tokens (half the shared-memory scratch, for 4 stages).
+running meanwhile; each runs its epilogue in two halves of tokens, 2 outputs a store (its shared-memory scratch
+then leaves room for 4 stages).
 
 At block_m 256 (_sm90_config.WS_HALVES, the fast table's large entry on the packed words) a work item is 256 tokens:
 each consumer folds a K tile's words once and runs them on the item's two 128-token halves in turn
@@ -31,6 +32,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
+from ._epilogue import swiglu_store
 from ._sm90 import (
     _FAST_ACC_SCALE,
     _MX_BLOCK,
@@ -285,10 +287,11 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
         row0 = expert.to(gl.int64) * N + block * _ROW_BLOCK
         if CONSUMERS > 2 and W > 64:  # in two halves of tokens: half the epilogue's shared-memory scratch
             first, second = gl.split(gl.permute(acc.reshape([_ROW_BLOCK, 2, W // 2]), (0, 2, 1)))
-            _swiglu_tile(first, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start,
-                         size, N, _FAST_ACC_SCALE)  # fmt: skip
-            _swiglu_tile(second, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0 + W // 2,
-                         block, start, size, N, _FAST_ACC_SCALE)  # fmt: skip
+            # each half's stores 2 outputs wide (a token row's 32 bytes a half-warp; 8 wide would not fit 4 stages)
+            swiglu_store(first, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start,
+                         size, N, W // 2, _ROW_BLOCK, 4, True, _FAST_ACC_SCALE)  # fmt: skip
+            swiglu_store(second, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0 + W // 2,
+                         block, start, size, N, W // 2, _ROW_BLOCK, 4, True, _FAST_ACC_SCALE)  # fmt: skip
         else:
             _swiglu_tile(
                 acc, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start, size, N,
