@@ -84,23 +84,24 @@ def _check(problem, weights, description, tolerance=None, config=None, out=None)
 
 
 @functools.cache
-def _k_params(k):
-    """gpt-oss-120b with K = k and N = 256: the model and its expert parameters (made once per K)."""
-    model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}", hidden=k, n=256)
+def _k_params(k, n=256):
+    """gpt-oss-120b with K = k and N = n (256; 384 for items of 192 rows): the model and its expert parameters (made
+    once per K)."""
+    model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}" + (f"-n{n}" if n != 256 else ""), hidden=k, n=n)
     return model, make_expert_params(model, "cuda")
 
 
 @functools.cache
-def _k_weights(k, precision, layout="mxfp4"):
+def _k_weights(k, precision, layout="mxfp4", n=256):
     """_k_params' weights at `precision` in `layout` (made once: the K tests run them through every entry and plan)."""
-    return bmm1.prepare_weights(_k_params(k)[1].weights, precision=precision, layout=layout)
+    return bmm1.prepare_weights(_k_params(k, n)[1].weights, precision=precision, layout=layout)
 
 
-def _k_problem(k, precision, layout="mxfp4"):
+def _k_problem(k, precision, layout="mxfp4", n=256):
     """_k_params' model with uniform routing of 1024 tokens (a fresh problem: its metadata holds k_splits' counters),
     and the weights."""
-    model, k_params = _k_params(k)
-    return make_problem(Case(model, "uniform", 1024), "cuda", k_params), _k_weights(k, precision, layout)
+    model, k_params = _k_params(k, n)
+    return make_problem(Case(model, "uniform", 1024), "cuda", k_params), _k_weights(k, precision, layout, n)
 
 
 def _problem(base_params, batch=1024, routing="uniform", **changes):
@@ -494,7 +495,8 @@ def test_warp_specialized_on_the_fp8_layout(params, sm90, fp8_layout, config):
     gpt-oss's, and the every-width slices at gpt-oss-120b's K and N; byte for byte the packed words' (as the launcher
     runs the config there) and the chunks of four's on the same bytes (the same values chained and promoted in the
     same order)."""
-    problems = [_k_problem(k, "fast", "fp8") for k in (96, 384, 2880)]
+    n = 384 if config.block_n == 192 else 256  # whole items of the config's weight rows
+    problems = [_k_problem(k, "fast", "fp8", n) for k in (96, 384, 2880)]
     for problem, weights in [*problems, (_every_width_problem(params), fp8_layout)]:
         out = _both_layouts(problem, weights, config, f"K = {problem.x.shape[1]}, warp-specialized on the fp8 layout")
         table = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
