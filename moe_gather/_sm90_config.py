@@ -14,7 +14,7 @@ WS_MAXNREG = 168  # the warp-specialized tile's 12 warps at launch: 168 * 12 * 3
 class Sm90Config:
     block_m: int  # tokens per tile: the wgmma N side (8..256)
     num_stages: int  # pipeline stages; num_stages - 1 K tiles are loaded ahead (num_stages - 2 with overlap_tiles)
-    num_warps: int  # 4 or 8: one warpgroup per 64 weight rows
+    num_warps: int  # 4 or 8 (12: warp_specialized's three consumers): one warpgroup per 64 weight rows
     maxnreg: int | None = None  # register cap per thread: more programs per multiprocessor
     # Even and odd K tiles in separate buffers, the loop unrolled by two: one bar.sync per K tile instead of two.
     parity_rings: bool = False

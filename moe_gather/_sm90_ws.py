@@ -1,5 +1,5 @@
 """Hopper BMM1, the fast precision warp-specialized (Sm90Config.warp_specialized): one producer warpgroup copies,
-two consumer warpgroups compute, synchronized by mbarriers only.
+two consumer warpgroups (three with num_warps 12) compute, synchronized by mbarriers only.
 
 A work item is one (token block, 128 weight rows) tile, as a program is in _sm90; a program walks the launch's items
 from its id by the grid's size (one program per multiprocessor with Sm90Config.persistent). The producer warpgroup
@@ -71,6 +71,12 @@ def consumer_regs(maxnreg: int, producer_regs: int = PRODUCER_REGS, consumers: i
 CONSUMER_REGS = consumer_regs(WS_MAXNREG)
 
 
+@gluon.constexpr_function
+def _scale_words(consumers):
+    """A ring slot's scale words: a power of two, one for each consumer's 64 rows or more."""
+    return 2 * ROW_BLOCK if consumers <= 2 else 4 * ROW_BLOCK
+
+
 @gluon.jit
 def _item(work, item, N: gl.constexpr, BLOCK_M: gl.constexpr, ROWS: gl.constexpr):
     """Work item `item` of the launch: (schedule entry, or -1 past its end; expert; ROWS-row column block; the tile's
@@ -88,7 +94,7 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
              N: gl.constexpr, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, SPLIT_K: gl.constexpr,
              w_desc, CONSUMERS: gl.constexpr = 2):  # fmt: skip
     """The producer warpgroup, over the program's work items: step t of an item (its partial K tile first, then tiles
-    0, 1, ...) into the ring's next slot once its readers (both consumers; split_k: one) have released it; each
+    0, 1, ...) into the ring's next slot once its readers (every consumer; split_k: one) have released it; each
     thread's copies arrive on the
     slot's `full` barrier as they land. Token rows past the slice read nothing (zeros). The ring runs on across
     items, so the next item's first tiles load while the consumers run the last one's epilogue. With `w_desc` (the
@@ -98,7 +104,7 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
     FIRST: gl.constexpr = _k_steps(K)[2]
     BLOCKS_N: gl.constexpr = 1 if SPLIT_K else CONSUMERS  # 64-row blocks per item
     ROWS: gl.constexpr = BLOCKS_N * _ROW_BLOCK  # weight rows per item
-    S_WORDS: gl.constexpr = 2 * _ROW_BLOCK if ROWS <= 2 * _ROW_BLOCK else 4 * _ROW_BLOCK  # a slot's, ROWS used
+    S_WORDS: gl.constexpr = _scale_words(CONSUMERS)  # a slot's, ROWS used
     W_ROW: gl.constexpr = _w_row(words_ptr.dtype.element_ty)  # a row's K tile: 16 packed words or 128 fp8 bytes
     ROW_ELEMS: gl.constexpr = K_TILES * W_ROW
     W_TILE: gl.constexpr = _ROW_BLOCK * W_ROW  # one K tile of a row block
@@ -286,11 +292,11 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
         block = (1 if SPLIT_K else CONSUMERS) * pid_n + WG  # this warpgroup's 64-row column block
         row0 = expert.to(gl.int64) * N + block * _ROW_BLOCK
         if CONSUMERS > 2 and W > 64:  # in two halves of tokens: half the epilogue's shared-memory scratch
-            first, second = gl.split(gl.permute(acc.reshape([_ROW_BLOCK, 2, W // 2]), (0, 2, 1)))
+            lower, upper = gl.split(gl.permute(acc.reshape([_ROW_BLOCK, 2, W // 2]), (0, 2, 1)))  # tokens
             # each half's stores 2 outputs wide (a token row's 32 bytes a half-warp; 8 wide would not fit 4 stages)
-            swiglu_store(first, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start,
+            swiglu_store(lower, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0, block, start,
                          size, N, W // 2, _ROW_BLOCK, 4, True, _FAST_ACC_SCALE)  # fmt: skip
-            swiglu_store(second, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0 + W // 2,
+            swiglu_store(upper, bias_ptr, x_scale_ptr, out_scale_ptr, out_ptr, alpha, limit, row0, m0 + W // 2,
                          block, start, size, N, W // 2, _ROW_BLOCK, 4, True, _FAST_ACC_SCALE)  # fmt: skip
         else:
             _swiglu_tile(
@@ -382,7 +388,7 @@ def _consume_halves(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.c
 def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr,
              STAGES: gl.constexpr, NARROW: gl.constexpr, SPLIT_K: gl.constexpr, CHUNK: gl.constexpr,
              LAG: gl.constexpr, CONSUMERS: gl.constexpr):  # fmt: skip
-    """Consumer warpgroup WG (0: the default partition, 1: a worker) over the program's work items, each on its
+    """Consumer warpgroup WG (0: the default partition, 1 and 2: workers) over the program's work items, each on its
     tile's width: a slice's last rows take a half or a quarter of BLOCK_M where they fit (NARROW halvings at most).
     `out`: (bias, x_scale, out_scale, out, alpha, limit); `handover`: split_k's or LAG's (`handed`, `taken`)
     barriers."""
@@ -444,7 +450,7 @@ def bmm1_sm90_ws_kernel(
     SPLIT_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, CHUNK: gl.constexpr,
     LAG: gl.constexpr, CONSUMERS: gl.constexpr,  # consumer warpgroups, each on 64 weight rows of an item
 ):  # fmt: skip
-    S_WORDS: gl.constexpr = 2 * _ROW_BLOCK if CONSUMERS == 2 else 4 * _ROW_BLOCK  # a slot's scale words (_produce)
+    S_WORDS: gl.constexpr = _scale_words(CONSUMERS)  # a slot's scale words (_produce)
     x_nvmma: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
     plain2: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
     x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NUM_STAGES, BLOCK_M, _TILE_K], x_nvmma)

@@ -83,17 +83,25 @@ def _check(problem, weights, description, tolerance=None, config=None, out=None)
     return out
 
 
-@functools.cache
 def _k_params(k, n=256):
     """gpt-oss-120b with K = k and N = n (256; 384 for items of 192 rows): the model and its expert parameters (made
-    once per K)."""
+    once per K and N)."""
+    return _k_model_params(k, n)
+
+
+@functools.cache
+def _k_model_params(k, n):
     model = dataclasses.replace(MODEL, name=f"gpt-oss-120b-k{k}" + (f"-n{n}" if n != 256 else ""), hidden=k, n=n)
     return model, make_expert_params(model, "cuda")
 
 
-@functools.cache
 def _k_weights(k, precision, layout="mxfp4", n=256):
     """_k_params' weights at `precision` in `layout` (made once: the K tests run them through every entry and plan)."""
+    return _k_layout_weights(k, precision, layout, n)
+
+
+@functools.cache
+def _k_layout_weights(k, precision, layout, n):
     return bmm1.prepare_weights(_k_params(k, n)[1].weights, precision=precision, layout=layout)
 
 

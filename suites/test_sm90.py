@@ -946,15 +946,17 @@ def test_warp_specialized_halves_on_the_fp8_layout_take_a_from_shared_memory(tmp
     assert kernel.metadata.shared <= 227 * 1024
 
 
-@pytest.mark.parametrize("plan", ["pairs", "chunks", "lag", "table", "m64-7"])
+@pytest.mark.parametrize("plan", ["pairs", "chunks", "lag", "table", "m64-7", "three"])
 def test_warp_specialized_tile_on_the_fp8_layout_takes_a_from_shared_memory(tmp_path, plan):
     """On the fp8 layout's bytes a consumer hands each wgmma its A from shared memory: no words loaded, no fold. Its
-    loop of a chunk (two K tiles, four with `chunks`) holds the chunk's wgmmas, one FFMA an accumulator element a tile,
-    a slot wait and a release a tile (with lag consumer 0's handshake besides), in about half the packed words'
-    instructions (409), spill-free; the ring fits the multiprocessor (on 64-token tiles, at 7 stages)."""
+    loop of a chunk (two K tiles, four with `chunks`, one with `three`) holds the chunk's wgmmas, one FFMA an
+    accumulator element a tile, a slot wait and a release a tile (with lag consumer 0's handshake besides), in about
+    half the packed words' instructions (409), spill-free; the ring fits the multiprocessor (on 64-token tiles, at 7
+    stages)."""
     config = WS_FP8_PLANS[plan]
     kernel = compile_sm90_ws(config)
-    tiles, wgmma = config.overlap_tiles or 2, f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3"
+    tiles = 1 if config.num_warps == 12 else config.overlap_tiles or 2  # three consumers: a K tile on one partial
+    wgmma = f"QGMMA.64x{config.block_m}x32.F32.E4M3.E4M3"
     loops = innermost_loops_sass(kernel.asm["cubin"], tmp_path, {wgmma})
     chunks = sorted((loop for loop in loops if loop.count(wgmma) == 4 * tiles), key=len)
     assert len(chunks) >= 2, [len(loop) for loop in loops]
