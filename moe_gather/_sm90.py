@@ -48,6 +48,7 @@ from ._sm90_config import (
     FORCE_ENV,
     FP8_CHUNKS,
     FP8_WS,
+    FP8_WS3,
     FP8_WS_FROM,
     TABLES,
     WS_HALVES,
@@ -58,6 +59,7 @@ from ._sm90_config import (
     runs_as,
     select_config,
     table,
+    two_consumers,
 )
 from ._sm90_layout import (
     E4M3_OF_E2M1_HI,
@@ -82,11 +84,11 @@ from .mxfp4 import MX_BLOCK
 
 __all__ = [
     "CONFIGS", "DEFAULT_PRECISION", "F16_MAX_BLOCK_M", "F16_SPREAD", "FAST_CONFIGS", "FAST_FP8_CONFIGS",
-    "FAST_TABLE_HI", "FAST_TABLE_LO", "FAST_WINDOW", "FORCE_ENV", "FP8_CHUNKS", "FP8_WS", "FP8_WS_FROM",
-    "LAYOUTS", "PRECISIONS", "TABLES", "WS_HALVES",
+    "FAST_TABLE_HI", "FAST_TABLE_LO", "FAST_WINDOW", "FORCE_ENV", "FP8_CHUNKS", "FP8_WS", "FP8_WS3",
+    "FP8_WS_FROM", "LAYOUTS", "PRECISIONS", "TABLES", "WS_HALVES",
     "FoldError", "Sm90Config", "Sm90Weights", "decode_configs", "emulate_dequant", "f16_config", "launch",
     "layout_refusal", "packed_words_config", "prepare_for", "prepare_weights", "row_major_words", "runs_as",
-    "select_config", "table",
+    "select_config", "table", "two_consumers",
 ]  # fmt: skip
 _MX_BLOCK = tl.constexpr(MX_BLOCK)  # Triton reads only constexpr globals
 _TILE_K = tl.constexpr(TILE_K)

@@ -210,11 +210,13 @@ CONFIGS = (
 # weights hold them and a config asks; persistent there: _sm90_persistent).
 FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4, fp8_layout=True)
 
-# The fast fp8 table's: the warp-specialized tile (_sm90_ws), its producer copying each row block's K tile by TMA,
-# 5 stages, one program a multiprocessor.
+# The warp-specialized tile (_sm90_ws) on the fp8 layout: its producer copies each row block's K tile by TMA, 5
+# stages, one program a multiprocessor. It runs the fp8 table's entry (FP8_WS3) where N is not a multiple of 192.
 FP8_WS = Sm90Config(
     128, 5, 8, narrow_last_tile=2, warp_specialized=True, persistent=True, fp8_layout=True, bulk_weights=True
 )
+# The fast fp8 table's: that tile on three consumers, 192-row items, one partial each, 4 stages (docs/sm90.md).
+FP8_WS3 = replace(FP8_WS, num_stages=4, num_warps=12)
 # The fast table's large entry: the warp-specialized tile on 256-token items of the packed words, each consumer
 # folding a K tile once for two 128-token halves; one program a multiprocessor (0.82x-0.98x FP8_CHUNKS's time from 227
 # rows per slice, docs/sm90.md).
@@ -234,7 +236,7 @@ FAST_CONFIGS = (
 # tile (0.85x-0.94x FP8_CHUNKS's time there; on the packed words the tile takes 1.00x-1.16x theirs), taking over from
 # the block_m 64 entry at FP8_WS_FROM rows per slice (docs/sm90.md).
 FP8_WS_FROM = 90
-FAST_FP8_CONFIGS = (*FAST_CONFIGS[:-2], (FP8_WS_FROM - 1, FAST_CONFIGS[-2][1]), (1 << 30, FP8_WS))
+FAST_FP8_CONFIGS = (*FAST_CONFIGS[:-2], (FP8_WS_FROM - 1, FAST_CONFIGS[-2][1]), (1 << 30, FP8_WS3))
 
 TABLES = {"accurate": CONFIGS, "fast": FAST_CONFIGS, "fast+fp8": FAST_FP8_CONFIGS}  # precision, or fast+layout
 
@@ -282,16 +284,25 @@ def packed_words_config(config: Sm90Config) -> Sm90Config:
     if config.persistent_fp8:
         return replace(config, persistent=False)
     if config.warp_specialized and config.fp8_layout:  # its producer's registers go back to the consumers' fold
-        return replace(config, fp8_layout=False, bulk_weights=False, num_warps=8)
+        return replace(two_consumers(config), fp8_layout=False, bulk_weights=False)
     return replace(config, wide_tiles=False, tail_rows=0) if config.wide_tiles else config
 
 
 def runs_as(config: Sm90Config, w) -> Sm90Config:
     """What `config` runs on weights `w` (Sm90Weights): the fp16 path's (f16_config) where they hold wide block-scale
-    spreads, packed_words_config's where they lack the fp8 layout's bytes."""
+    spreads, packed_words_config's where they lack the fp8 layout's bytes, two_consumers' where N is not a multiple
+    of three consumers' items."""
     if w.f16:
         return f16_config(config)
+    if w.n % config.block_n:
+        config = two_consumers(config)
     return config if config.fp8_layout and w.folded is not None else packed_words_config(config)
+
+
+def two_consumers(config: Sm90Config) -> Sm90Config:
+    """The two-consumer tile (FP8_WS's stages) for a three-consumer `config`: where N is not a multiple of its 192-row
+    items, or the weights hold only the packed words."""
+    return replace(config, num_warps=8, num_stages=FP8_WS.num_stages) if config.num_warps == 12 else config
 
 
 def f16_config(config: Sm90Config) -> Sm90Config:

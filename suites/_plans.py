@@ -13,11 +13,11 @@ HALVES_PLAN = _sm90.WS_HALVES
 # The same on the fp8 layout's bytes (wgmma's A from shared memory, the weights by TMA): 3 stages of 48.5 KB.
 HALVES_FP8_PLAN = replace(HALVES_PLAN, num_stages=3, fp8_layout=True, bulk_weights=True)
 
-# It on the fp8 layout's bytes (wgmma's A from shared memory; the fast fp8 table's block_m 128 entry, "table"): K
-# tiles in pairs, in chunks of four, consumer 1 a chunk of two behind consumer 0 (lag: each one's epilogue under the
-# other's wgmmas), the same persistent (one program a multiprocessor: many items a program, every width), the weights
-# by TMA; the table's entry on 64-token tiles (narrowed to 32 and 16), on 5 and 7 stages; on three consumers (192
-# weight rows an item, one partial each, 4 stages).
+# It on the fp8 layout's bytes (wgmma's A from shared memory): K tiles in pairs, in chunks of four, consumer 1 a chunk
+# of two behind consumer 0 (lag: each one's epilogue under the other's wgmmas), the same persistent (one program a
+# multiprocessor: many items a program, every width), the weights by TMA ("two": what the fast fp8 table's entry runs
+# where N is not a multiple of 192), on 64-token tiles (narrowed to 32 and 16) on 5 and 7 stages; the table's entry on
+# three consumers (192 weight rows an item, one partial each, 4 stages).
 WS_FP8 = replace(WS_CONFIG, fp8_layout=True)
 WS_FP8_PLANS = {
     "pairs": WS_FP8,
@@ -25,10 +25,10 @@ WS_FP8_PLANS = {
     "lag": replace(WS_FP8, lag=1, num_stages=5),
     "lag-persistent": replace(WS_FP8, lag=1, num_stages=5, persistent=True),
     "bulk": replace(WS_FP8, bulk_weights=True),
-    "table": _sm90.FP8_WS,
+    "two": _sm90.FP8_WS,
     "m64": replace(_sm90.FP8_WS, block_m=64),
     "m64-7": replace(_sm90.FP8_WS, block_m=64, num_stages=7),
-    "three": replace(_sm90.FP8_WS, num_warps=12, num_stages=4),
+    "table": _sm90.FP8_WS3,
 }
 
 # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.

@@ -466,7 +466,7 @@ def test_warp_specialized_halves(sm90, k, config):
 FP8_TABLE_ENTRIES = [
     *(dataclasses.replace(c, fp8_layout=True) for _, c in _sm90.FAST_CONFIGS if not c.warp_specialized),
     HALVES_FP8_PLAN,
-    _sm90.FP8_WS,
+    _sm90.FP8_WS3,
 ]
 FP8_LAYOUT_PLANS = [
     *FP8_TABLE_ENTRIES,
@@ -492,8 +492,8 @@ def _both_layouts(problem, weights, config, description):
 @pytest.mark.parametrize("k", [96, 384, 2880])
 @pytest.mark.parametrize("config", FP8_LAYOUT_PLANS, ids=str)
 def test_layout_fp8_gives_the_packed_words_bytes(params, sm90, config, k):
-    """K under a tile, an odd count of whole tiles, and gpt-oss's."""
-    problem, weights = _k_problem(k, "fast", "fp8")
+    """K under a tile, an odd count of whole tiles, and gpt-oss's (N whole items of the config's weight rows)."""
+    problem, weights = _k_problem(k, "fast", "fp8", 384 if config.block_n == 192 else 256)
     _both_layouts(problem, weights, config, f"K = {k}, layout fp8")
 
 

@@ -29,7 +29,7 @@ def _ptx() -> str:
 
 
 def _ws_ptx() -> str:
-    return _code(compile_sm90_ws(_sm90.FP8_WS).asm["ptx"])
+    return _code(compile_sm90_ws(_sm90.FP8_WS3).asm["ptx"])
 
 
 @pytest.mark.parametrize(("name", "mask"), [("partial-11", "0xffffe000"), ("partial-13", "0xfffff800")])

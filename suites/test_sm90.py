@@ -4,6 +4,7 @@ import importlib.util
 import re
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -169,12 +170,27 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     fp8_table, words_table = _sm90.FAST_FP8_CONFIGS, _sm90.FAST_CONFIGS
     assert [c for _, c in fp8_table[:-1]] == [c for _, c in words_table[:-1]] and fp8_table[0] == words_table[0]
     assert fp8_table[1][0] + 1 == _sm90.FP8_WS_FROM <= words_table[1][0]
-    assert (fp8_table[-1][1], words_table[-1][1]) == (_sm90.FP8_WS, _sm90.WS_HALVES)
+    assert (fp8_table[-1][1], words_table[-1][1]) == (_sm90.FP8_WS3, _sm90.WS_HALVES)
     m64 = _sm90.FAST_CONFIGS[1][1]
+    # (as they run at N 128: the entry's two-consumer form, test_three_consumers_run_where_n_holds_whole_items)
     for per_slice, chosen in ((800, (_sm90.FP8_WS, _sm90.WS_HALVES)), (_sm90.FP8_WS_FROM, (_sm90.FP8_WS, m64)),
                               (_sm90.FP8_WS_FROM - 1, (m64, m64))):  # fmt: skip
         ragged = make_ragged_metadata(torch.tensor([per_slice] * 2, dtype=torch.int32), 2 * per_slice, 4)
         assert tuple(bmm1.select_config(ragged, (9, 0), "fast", weights) for weights in (fp8, mxfp4)) == chosen
+
+
+def test_three_consumers_run_where_n_holds_whole_items():
+    """The fp8 table's entry (three consumers on 192-row items) runs as it is where N is a multiple of 192; elsewhere
+    it runs the two-consumer tile (FP8_WS), as it does on the packed words."""
+    from moe_gather import bmm1
+
+    words_form = replace(_sm90.FP8_WS, fp8_layout=False, bulk_weights=False)
+    for n, expected in ((384, _sm90.FP8_WS3), (5760, _sm90.FP8_WS3), (128, _sm90.FP8_WS), (640, _sm90.FP8_WS)):
+        w = _random_weights(e=1, n=n, k=64)
+        fp8 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast", layout="fp8")
+        mxfp4 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast")
+        assert (_sm90.runs_as(_sm90.FP8_WS3, fp8), _sm90.runs_as(_sm90.FP8_WS3, mxfp4)) == (expected, words_form), n
+    assert _sm90.runs_as(_sm90.FP8_WS, fp8) == _sm90.FP8_WS  # a two-consumer config is its own on any N
 
 
 def test_wide_tiles_take_block_m_plus_tail_rows_a_tile_on_the_fp8_layout_only(monkeypatch):
@@ -506,11 +522,12 @@ def _fast_entries():
 # Spill bytes a launch may have: none, but the chunks of four K tiles at block_m 128 (FP8_CHUNKS: three accumulators of
 # 64 registers at the 255 cap: 100 bytes stored, 132 loaded, 4 of the instructions inside the loop; measured 0.98-0.99x
 # the time of pairs, which spill 8 bytes outside it, on the 4 large cases of results/h200/fast.md's sweeps).
-# The fast table's warp-specialized entry on the fp8 layout: 8 bytes, two words stored at the kernel's entry and
-# loaded once a work item by the producer (56 registers), outside every K loop. Its large entry on the packed words
+# The warp-specialized tile on the fp8 layout: 8 bytes, two words stored at the kernel's entry and loaded once a work
+# item by the producer (56 registers), outside every K loop; 12 on three consumers (the table's entry), a third word
+# stored and loaded once an item. Its large entry on the packed words
 # (256-token items): 48 bytes, the producer's pointers at its 56 registers; the consumers' loops spill nothing (its
 # own test).
-SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 8, (256, "ws"): 48}
+SPILL_BUDGET = {(128, "fast"): 132, (128, "ws"): 12, (256, "ws"): 48}
 
 
 @pytest.mark.parametrize(("config", "tile", "path"), _launches(), ids=str)
@@ -714,7 +731,8 @@ def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision, layo
         case = Case(model, routing, batch)
         logits = make_logits(routing, case.batch, model.num_experts, model.top_k, case.routing_seed)
         ragged = route(logits, model.top_k, model.num_shards, local_shard(model)).ragged
-        chosen.setdefault(tool, set()).add(_sm90.select_config(ragged, precision, layout))
+        weights = SimpleNamespace(f16=False, folded=True if layout == "fp8" else None, n=model.n)  # what runs_as reads
+        chosen.setdefault(tool, set()).add(_sm90.runs_as(_sm90.select_config(ragged, precision, layout), weights))
     every = {c for _, c in _sm90.table(precision, layout)} | set(_sm90.decode_configs(precision))
     if layout == "fp8":
         every -= {c for _, c in _sm90.table(precision)} | set(_sm90.decode_configs(precision))
@@ -946,13 +964,13 @@ def test_warp_specialized_halves_on_the_fp8_layout_take_a_from_shared_memory(tmp
     assert kernel.metadata.shared <= 227 * 1024
 
 
-@pytest.mark.parametrize("plan", ["pairs", "chunks", "lag", "table", "m64-7", "three"])
+@pytest.mark.parametrize("plan", ["pairs", "chunks", "lag", "two", "m64-7", "table"])
 def test_warp_specialized_tile_on_the_fp8_layout_takes_a_from_shared_memory(tmp_path, plan):
     """On the fp8 layout's bytes a consumer hands each wgmma its A from shared memory: no words loaded, no fold. Its
-    loop of a chunk (two K tiles, four with `chunks`, one with `three`) holds the chunk's wgmmas, one FFMA an
-    accumulator element a tile, a slot wait and a release a tile (with lag consumer 0's handshake besides), in about
-    half the packed words' instructions (409), spill-free; the ring fits the multiprocessor (on 64-token tiles, at 7
-    stages)."""
+    loop of a chunk (two K tiles, four with `chunks`, one on three consumers: `table`) holds the chunk's wgmmas, one
+    FFMA an accumulator element a tile, a slot wait and a release a tile (with lag consumer 0's handshake besides), in
+    about half the packed words' instructions (409), spill-free; the ring fits the multiprocessor (on 64-token tiles,
+    at 7 stages)."""
     config = WS_FP8_PLANS[plan]
     kernel = compile_sm90_ws(config)
     tiles = 1 if config.num_warps == 12 else config.overlap_tiles or 2  # three consumers: a K tile on one partial
