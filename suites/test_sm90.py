@@ -1172,15 +1172,21 @@ def _hazard(kind, first, second):
 
 def test_racecheck_report_tells_the_scaffolding_s_hazards_from_the_kernel_s():
     """tools/racecheck_report.py (sanitize.sh's racecheck): a hazard between Triton's warp-specialization state writes
-    (the warp_specialize call's line, the kernel's def line) and its switch loop's reads (the def line) passes; one
-    with an access on any other line fails, as does a report whose hazards are not all displayed or that has no
-    summary. The lines are found in the kernel's source, not listed."""
+    (the warp_specialize call's line, or the `if` line of the constexpr if/else choosing the call, and the kernel's
+    def line) and its switch loop's reads (the def line) passes; one with an access on any other line fails, as does
+    a report whose hazards are not all displayed or that has no summary. The lines are found in the kernel's source,
+    not listed."""
     report = _tool("racecheck_report")
     source = (Path(__file__).parents[1] / "moe_gather" / "_sm90_ws.py").read_text().splitlines()
     calls = [i + 1 for i, t in enumerate(source) if t.strip().startswith("gl.warp_specialize(")]
     call = calls[0]
     define = next(i + 1 for i, t in enumerate(source) if t.startswith("def bmm1_sm90_ws_kernel("))
-    assert report._scaffold_lines("_sm90_ws.py") == {*calls, define}
+    branch = next(i + 1 for i, t in enumerate(source) if t.strip() == "if CONSUMERS == 3:  # (the partitions'"
+                  " arguments written out: a tuple held in a variable loses its constexprs)")  # fmt: skip
+    assert len(calls) == 2 and branch < call and source[calls[1] - 2].strip() == "else:"
+    assert report._scaffold_lines("_sm90_ws.py") == {*calls, branch, define}
+    where = ["    if A:", "        x = 1", "        gl.warp_specialize(", "    else:", "        gl.warp_specialize("]
+    assert [report._enclosing_if(where, i) for i in (2, 4)] == [0, 0] and report._enclosing_if(where, 0) is None
     head, case = ["========= COMPUTE-SANITIZER\n"], ["uniform-bs8192: 3937 tokens, N = 128\n"]
     hazards = _hazard("RAW", (31, f"_sm90_ws.py:{call}"), (288, f"_sm90_ws.py:{define}")) + _hazard(
         "RAW", (0, f"_sm90_ws.py:{define}"), (128, f"_sm90_ws.py:{define}")

@@ -36,7 +36,8 @@ ECHOED = 4  # the input's last lines other than hazards: the sanitizer's header,
 @functools.cache
 def _scaffold_lines(name: str) -> frozenset[int]:
     """The lines of `name` (in moe_gather/ or tools/) that carry Triton's scaffolding: each gl.warp_specialize call's,
-    and the def line of the kernel making it (its header and switch loop take the function's location)."""
+    the `if` line of a constexpr if/else holding it (Triton locates either branch's ops there), and the def line of the
+    kernel making it (its header and switch loop take the function's location)."""
     paths = [p for p in (ROOT / "moe_gather" / name, ROOT / "tools" / name) if p.exists()]
     lines = paths[0].read_text().splitlines() if paths else []
     found = set()
@@ -44,7 +45,23 @@ def _scaffold_lines(name: str) -> frozenset[int]:
         if text.strip().startswith("gl.warp_specialize("):
             found.add(i + 1)
             found.add(next(j + 1 for j in range(i, -1, -1) if lines[j].startswith("def ")))
+            if (branch := _enclosing_if(lines, i)) is not None:
+                found.add(branch + 1)
     return frozenset(found)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _enclosing_if(lines: list[str], i: int) -> int | None:
+    """The index of the `if` line whose body (or else body) holds line i directly, if any."""
+    j = next((j for j in range(i - 1, -1, -1) if lines[j].strip() and _indent(lines[j]) < _indent(lines[i])), None)
+    if j is None or not lines[j].strip().startswith(("if ", "else:")):
+        return None
+    while lines[j].strip().startswith("else:"):  # the if it belongs to: the nearest line above at its indent
+        j = next(k for k in range(j - 1, -1, -1) if lines[k].strip() and _indent(lines[k]) <= _indent(lines[j]))
+    return j if lines[j].strip().startswith("if ") else None
 
 
 def scaffolding(name: str, line: int) -> bool:
