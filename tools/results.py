@@ -132,9 +132,9 @@ def gate() -> str:
     lead = (
         "Each log is one run of `pytest suites/test_benchmark.py --gpu hopper ...`: compares of the unchanged kernel "
         "against its baselines, the saves of the decode baselines and of the fast precision's fp8 layout "
-        "(`--precision fast --layout fp8`; `save_fast_fp8_ws.log`: the 42 cases of its warp-specialized block_m 128 "
-        "entry by test id, with `--benchmark-compare` against the files before; `save_fast_fp8_mid.log`: the 13 "
-        "cases of 90-192 rows per slice that the entry took over from the block_m 64 one, the same way) and of its "
+        "(`--precision fast --layout fp8`; `save_fast_fp8_three.log.gz`: the 55 cases of its block_m 128 entry, the "
+        "warp-specialized tile on three consumers, by test id, with `--benchmark-compare` against the files before) "
+        "and of its "
         "packed words (`--precision fast`; `save_fast_one_half.log.gz`: the 42 cases of 193 rows per slice and more "
         "when the 256-token tile took a slice's last 65-128 rows on its first half alone, the same way), and a run "
         "with a slower config forced "
@@ -434,14 +434,10 @@ NEWER_SAVES = {
         "last 65-128 rows on its first half alone",
         "the {n} cases of 193 rows per slice and more (by test id: `suites/test_benchmark.py::test_throughput[CASE]`)",
     ),
-    "0004_h200_fast_fp8": (
-        "saved when that entry became the warp-specialized tile (FP8_WS)",
-        "the {n} cases of the fp8 layout's block_m 128 entry (by test id: "
+    "0006_h200_fast_fp8": (
+        "saved when that entry became the warp-specialized tile on three consumers (FP8_WS3)",
+        "the {n} cases of the fp8 layout's block_m 128 entry, from 90 rows per slice (by test id: "
         "`suites/test_benchmark.py::test_throughput[CASE]`)",
-    ),
-    "0005_h200_fast_fp8": (
-        "saved when that entry took over at 90 rows per slice (FP8_WS_FROM) instead of 193",
-        "the {n} cases of 90-192 rows per slice (by test id)",
     ),
 }
 
