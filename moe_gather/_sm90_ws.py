@@ -8,9 +8,9 @@ and has them arrive on the slot's `full` barrier once landed (cp.async.mbarrier.
 owns 64 of the weight rows: it waits on `full`, folds its words into fp8 and chains the tile's four wgmmas
 (_sm90._fast_chain), promotes the partial once per tile, releases the slot on `empty`, and runs its own epilogue.
 The two consumers never wait on each other; their registers hold no copy pointers (setmaxnreg gives them the
-producer's). On the fp8 layout's bytes (_sm90_config.FP8_WS; three consumers: FP8_WS3, the fast fp8 table's entry) the producer
-copies the folded bytes, each row block's K tile by one TMA copy with bulk_weights, and the consumers hand wgmma its A
-from shared memory: no fold.
+producer's). On the fp8 layout's bytes (_sm90_config.FP8_WS; on three consumers FP8_WS3, the fast fp8 table's entry)
+the producer copies the folded bytes, each row block's K tile by one TMA copy with bulk_weights, and the consumers
+hand wgmma its A from shared memory: no fold.
 
 With num_warps 12 (the fp8 layout at block_m 128) three consumers share each x tile, an item 192 weight rows: each
 waits on its K tile's wgmmas and promotes them on one partial (their registers: 152 a thread), the others' wgmmas
