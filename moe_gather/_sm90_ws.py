@@ -102,7 +102,7 @@ def _produce(x_ptr, gather_ptr, words_ptr, scales_ptr, work, x_ring, w_ring, s_r
     `full` (its bytes expected by one more arrival) instead of 4 cp.async a thread."""
     K_TILES: gl.constexpr = _k_steps(K)[0]
     FIRST: gl.constexpr = _k_steps(K)[2]
-    BLOCKS_N: gl.constexpr = 1 if SPLIT_K else CONSUMERS  # 64-row blocks per item
+    BLOCKS_N: gl.constexpr = _item_blocks(SPLIT_K, CONSUMERS)
     ROWS: gl.constexpr = BLOCKS_N * _ROW_BLOCK  # weight rows per item
     S_WORDS: gl.constexpr = _scale_words(CONSUMERS)  # a slot's, ROWS used
     W_ROW: gl.constexpr = _w_row(words_ptr.dtype.element_ty)  # a row's K tile: 16 packed words or 128 fp8 bytes
@@ -261,17 +261,18 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
             acc, even = _one_tile(rings, first, RB, W, STAGES, acc, even, LAST_BLOCKS)
         for t in range(FIRST, MINE):
             acc, even = _one_tile(rings, first + t, RB, W, STAGES, acc, even, _TILE_K // _MX_BLOCK)
-    elif FIRST:
-        acc, even, odd = _chunk(rings, first, STRIDE, 1, RB, W, STAGES, acc, even, odd, LAST_BLOCKS)
-    for c in range(CHUNKS * (CONSUMERS == 2)):
-        acc, even, odd = _chunk(rings, first + (FIRST + c * CHUNK) * STRIDE, STRIDE, CHUNK, RB, W, STAGES, acc,
-                                even, odd)  # fmt: skip
-        if LAG and WG == 0:  # noqa: SIM102 (constexprs, then a runtime test: Gluon folds the first away)
-            if c == LAG - 1:
-                _lead(WG, handover)
-    if (MINE - FIRST) % CHUNK and CONSUMERS == 2:  # the whole tiles past the last chunk
-        acc, even, odd = _chunk(rings, first + (FIRST + CHUNKS * CHUNK) * STRIDE, STRIDE, (MINE - FIRST) % CHUNK, RB,
-                                W, STAGES, acc, even, odd)  # fmt: skip
+    else:
+        if FIRST:
+            acc, even, odd = _chunk(rings, first, STRIDE, 1, RB, W, STAGES, acc, even, odd, LAST_BLOCKS)
+        for c in range(CHUNKS):
+            acc, even, odd = _chunk(rings, first + (FIRST + c * CHUNK) * STRIDE, STRIDE, CHUNK, RB, W, STAGES, acc,
+                                    even, odd)  # fmt: skip
+            if LAG and WG == 0:  # noqa: SIM102 (constexprs, then a runtime test: Gluon folds the first away)
+                if c == LAG - 1:
+                    _lead(WG, handover)
+        if (MINE - FIRST) % CHUNK:  # the whole tiles past the last chunk
+            acc, even, odd = _chunk(rings, first + (FIRST + CHUNKS * CHUNK) * STRIDE, STRIDE, (MINE - FIRST) % CHUNK,
+                                    RB, W, STAGES, acc, even, odd)  # fmt: skip
     if LAG and WG == 0 and CHUNKS < LAG:  # fewer chunks than LAG: consumer 1 starts now
         _lead(WG, handover)
     if SPLIT_K:
@@ -289,7 +290,7 @@ def _consume_width(WG: gl.constexpr, rings, epi, step, K: gl.constexpr, N: gl.co
             gl.thread_barrier()  # this warpgroup's loads, before the buffer is handed back
             mbarrier.arrive(taken, count=1)
     if WG == 0 or not SPLIT_K:
-        block = (1 if SPLIT_K else CONSUMERS) * pid_n + WG  # this warpgroup's 64-row column block
+        block = _item_blocks(SPLIT_K, CONSUMERS) * pid_n + WG  # this warpgroup's 64-row column block
         row0 = expert.to(gl.int64) * N + block * _ROW_BLOCK
         if CONSUMERS > 2 and W > 64:  # in two halves of tokens: half the epilogue's shared-memory scratch
             lower, upper = gl.split(gl.permute(acc.reshape([_ROW_BLOCK, 2, W // 2]), (0, 2, 1)))  # tokens
@@ -395,10 +396,9 @@ def _consume(WG: gl.constexpr, rings, out, work, handover, K: gl.constexpr, N: g
     K_TILES: gl.constexpr = _k_steps(K)[0]
     step = 0  # K tiles through the ring so far
     done = 0  # items taken: the handover barriers' phase
+    ROWS: gl.constexpr = _item_blocks(SPLIT_K, CONSUMERS) * _ROW_BLOCK  # weight rows per item
     for item in range(gl.program_id(0), work[3], gl.num_programs(0)):
-        entry, expert, pid_n, m0, size, start = _item(
-            work, item, N, BLOCK_M, (1 if SPLIT_K else CONSUMERS) * _ROW_BLOCK
-        )
+        entry, expert, pid_n, m0, size, start = _item(work, item, N, BLOCK_M, ROWS)
         if entry >= 0:
             epi = (out[0], out[1], out[2], out[3], out[4], out[5], expert, pid_n, size, start, m0)
             hand = (handover[0], handover[1], done & 1)
@@ -521,8 +521,15 @@ def bmm1_sm90_ws_kernel(
         )  # fmt: skip
 
 
+@gluon.constexpr_function
+def _item_blocks(SPLIT_K, CONSUMERS):
+    """The 64-row column blocks of a work item: split_k's one (its consumers split the K tiles), else a consumer's."""
+    return 1 if SPLIT_K else CONSUMERS
+
+
 def ws_constexprs(config, k: int, n: int) -> dict:
     """The warp-specialized kernel's compile-time arguments for `config` on weights of that shape."""
+    consumers, producer = config.num_warps // 4, producer_regs(config)
     return {
         "K": k,
         "N": n,
@@ -530,11 +537,11 @@ def ws_constexprs(config, k: int, n: int) -> dict:
         "NUM_STAGES": config.num_stages,
         "NARROW": _narrowing(config.narrow_last_tile, config.block_m),
         "SPLIT_K": int(config.split_k),
-        "CONSUMER_REGS": consumer_regs(launch_options(config)["maxnreg"], producer_regs(config), config.num_warps // 4),
-        "PRODUCER_REGS": producer_regs(config),
+        "CONSUMER_REGS": consumer_regs(launch_options(config)["maxnreg"], producer, consumers),
+        "PRODUCER_REGS": producer,
         "CHUNK": config.overlap_tiles or 2,
         "LAG": config.lag,
-        "CONSUMERS": config.num_warps // 4,
+        "CONSUMERS": consumers,
     }
 
 

@@ -105,6 +105,11 @@ def _k_layout_weights(k, precision, layout, n):
     return bmm1.prepare_weights(_k_params(k, n)[1].weights, precision=precision, layout=layout)
 
 
+def _k_n(config):
+    """The K tests' N for `config`: whole items of its weight rows (384 for three consumers' 192, else 256)."""
+    return 384 if config.block_n == 192 else 256
+
+
 def _k_problem(k, precision, layout="mxfp4", n=256):
     """_k_params' model with uniform routing of 1024 tokens (a fresh problem: its metadata holds k_splits' counters),
     and the weights."""
@@ -493,7 +498,7 @@ def _both_layouts(problem, weights, config, description):
 @pytest.mark.parametrize("config", FP8_LAYOUT_PLANS, ids=str)
 def test_layout_fp8_gives_the_packed_words_bytes(params, sm90, config, k):
     """K under a tile, an odd count of whole tiles, and gpt-oss's (N whole items of the config's weight rows)."""
-    problem, weights = _k_problem(k, "fast", "fp8", 384 if config.block_n == 192 else 256)
+    problem, weights = _k_problem(k, "fast", "fp8", _k_n(config))
     _both_layouts(problem, weights, config, f"K = {k}, layout fp8")
 
 
@@ -503,8 +508,7 @@ def test_warp_specialized_on_the_fp8_layout(params, sm90, fp8_layout, config):
     gpt-oss's, and the every-width slices at gpt-oss-120b's K and N; byte for byte the packed words' (as the launcher
     runs the config there) and the chunks of four's on the same bytes (the same values chained and promoted in the
     same order)."""
-    n = 384 if config.block_n == 192 else 256  # whole items of the config's weight rows
-    problems = [_k_problem(k, "fast", "fp8", n) for k in (96, 384, 2880)]
+    problems = [_k_problem(k, "fast", "fp8", _k_n(config)) for k in (96, 384, 2880)]
     for problem, weights in [*problems, (_every_width_problem(params), fp8_layout)]:
         out = _both_layouts(problem, weights, config, f"K = {problem.x.shape[1]}, warp-specialized on the fp8 layout")
         table = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
