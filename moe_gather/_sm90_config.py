@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from ._table import choose
 
 F16_MAX_BLOCK_M = 64  # the fp16 path's largest tile: block_m 128 spills with two k16 partials per block
-WS_MAXNREG = 168  # the warp-specialized tile's 12 warps at launch: 168 * 12 * 32 <= 65536 registers
+WS_MAXNREG = 168  # two consumers' 12 warps at launch: 168 * 12 * 32 <= 65536 (three consumers' 16 take 128)
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,8 @@ CONFIGS = (
 FP8_CHUNKS = Sm90Config(128, 4, 8, parity_rings=True, narrow_last_tile=2, overlap_tiles=4, fp8_layout=True)
 
 # The warp-specialized tile (_sm90_ws) on the fp8 layout: its producer copies each row block's K tile by TMA, 5
-# stages, one program a multiprocessor. It runs the fp8 table's entry (FP8_WS3) where N is not a multiple of 192.
+# stages, one program a multiprocessor. It runs the fp8 table's entry (FP8_WS3) where N is not a multiple of 192;
+# without fp8_layout, on the packed words (packed_words_config).
 FP8_WS = Sm90Config(
     128, 5, 8, narrow_last_tile=2, warp_specialized=True, persistent=True, fp8_layout=True, bulk_weights=True
 )
@@ -233,7 +234,8 @@ FAST_CONFIGS = (
 )
 
 # The fast precision's table where the weights hold the fp8 layout's bytes: its block_m 128 entry the warp-specialized
-# tile (0.85x-0.94x FP8_CHUNKS's time there; on the packed words the tile takes 1.00x-1.16x theirs), taking over from
+# tile on three consumers (FP8_WS3; its two-consumer form 0.85x-0.94x FP8_CHUNKS's time there, FP8_WS3 0.91x-0.99x
+# FP8_WS's; on the packed words the tile takes 1.00x-1.16x theirs), taking over from
 # the block_m 64 entry at FP8_WS_FROM rows per slice (docs/sm90.md).
 FP8_WS_FROM = 90
 FAST_FP8_CONFIGS = (*FAST_CONFIGS[:-2], (FP8_WS_FROM - 1, FAST_CONFIGS[-2][1]), (1 << 30, FP8_WS3))

@@ -1,7 +1,7 @@
 """Hopper BMM1, the fast precision warp-specialized (Sm90Config.warp_specialized): one producer warpgroup copies,
 two consumer warpgroups (three with num_warps 12) compute, synchronized by mbarriers only.
 
-A work item is one (token block, 128 weight rows) tile, as a program is in _sm90; a program walks the launch's items
+A work item is one (token block, 64 weight rows a consumer) tile, as a program is in _sm90; a program walks its items
 from its id by the grid's size (one program per multiprocessor with Sm90Config.persistent). The producer warpgroup
 (few registers) issues every K tile's cp.async (the gathered x rows, the packed words, the scale words) into a ring
 and has them arrive on the slot's `full` barrier once landed (cp.async.mbarrier.arrive). Each consumer warpgroup
@@ -55,7 +55,7 @@ from ._sm90 import (
 )
 from ._sm90_config import WS_MAXNREG
 
-PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg); WS_MAXNREG caps the 12 warps at launch
+PRODUCER_REGS = 24  # registers per producer thread (setmaxnreg); launch_options caps all warps at launch
 # On the fp8 layout the producer copies twice the weight bytes (17 copies a K tile): at 24 registers it spills 17
 # instructions a K tile, and the consumers wait on their slots; at 56 none (its loop 88 SASS), the consumers at 224
 # (no fold to hold). On 256-token items (two halves) it copies twice x's rows (21 copies a K tile) and takes the same
@@ -444,7 +444,7 @@ def _consume_2(rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLO
 def bmm1_sm90_ws_kernel(
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr, schedule_ptr, x_scale_ptr,
     out_scale_ptr, out_ptr, alpha, limit,  # as _sm90._bmm1_sm90_kernel's
-    items,  # schedule entries x column blocks (128 rows, 64 with SPLIT_K): a program takes items pid, pid + grid, ...
+    items,  # schedule entries x column blocks (64 rows a consumer; SPLIT_K: 64): a program takes pid, pid + grid, ...
     w_desc,  # with bulk weights, the fp8 layout's TMA descriptor (_sm90._bulk_descriptor), else None
     K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_STAGES: gl.constexpr, NARROW: gl.constexpr,
     SPLIT_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, CHUNK: gl.constexpr,

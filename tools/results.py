@@ -923,7 +923,8 @@ def _ws_profile() -> list[str]:
     metrics = "; ".join(f"{n} {_sol(text, n)}" for n in SOL if n != "registers")
     roles = ncu_regions.summary(FAST / f"{name}.csv.gz", ncu_regions.partitions).replace("\n", "; ")
     return [
-        "One launch of the entry (`FP8_WS`) at uniform-bs16384 under Nsight Compute, its clocks locked to base "
+        "One launch of the two-consumer tile (`FP8_WS`, the entry before three consumers) at uniform-bs16384 under "
+        "Nsight Compute, its clocks locked to base "
         "(`PRECISION=fast LAYOUT=fp8 ncu --section SpeedOfLight --section ComputeWorkloadAnalysis --section "
         "MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section "
         "SourceCounters --kernel-name regex:bmm1 --launch-count 1 -o rep python3 tools/sanitize_case.py uniform "
@@ -1222,8 +1223,9 @@ def fast() -> str:
         "",
         "`prepare_weights(..., precision=\"fast\", layout=\"fp8\")` holds the fold's e4m3 bytes beside the packed "
         "words; weights holding them take the fast fp8 table (`FAST_FP8_CONFIGS`), whose block_m 128 entry hands them "
-        "to wgmma from shared memory: the warp-specialized tile (`FP8_WS`: a producer warpgroup copying each row "
-        "block's K tile by TMA, two consumers, 5 stages, one program a multiprocessor); the packed words' table "
+        "to wgmma from shared memory: the warp-specialized tile (`FP8_WS3`: a producer warpgroup copying each row "
+        "block's K tile by TMA, three consumers on 192-row items, 4 stages, one program a multiprocessor; two "
+        "consumers, `FP8_WS`, where N is not a multiple of 192); the packed words' table "
         "takes the 256-token tile from 193 rows per slice (`WS_HALVES`, below). Forced over the fp8 table, "
         f"`MOE_GATHER_SM90_FORCE={CHUNKS_FORCE}` runs `FP8_CHUNKS` on the bytes. "
         "Below, the sweeps, forms and profiles that name the block_m 128 entry ran `FP8_CHUNKS` reading the fp8 "
@@ -1373,7 +1375,7 @@ def fast() -> str:
         "`compare_fast_fp8.log.gz`, on the gate page, checks every gate case of the "
         "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
-        "layout (`FP8_WS`; `fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh`, the cases of "
+        "layout (`FP8_WS3`; `fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh`, the cases of "
         "tools/sanitize_cases_fast_fp8.txt, racecheck's report read whole by `tools/racecheck_report.py`):"
         f"{_not_run(FAST / 'fp8_sanitize.log', 'sanitize_cases_fast_fp8.txt')}",
         "",
