@@ -1156,7 +1156,8 @@ def _bulk_descriptor(folded: torch.Tensor) -> TensorDescriptor:
 
 
 def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config=None):
-    """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at)."""
+    """Host launcher; arguments already checked by moe_gather.bmm1. One launch per schedule (two with split_at or
+    hot_at)."""
     config = config or select_config(ragged, w.precision, w.layout)
     if w.fast and config.two_partials:
         raise ValueError(f"config: the fast precision runs one partial per K tile, got two_partials in {config}")
@@ -1169,21 +1170,36 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         from ._sm90_decode import launch_decode  # it builds on this module
 
         return launch_decode(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
-    # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
-    folded = config.fp8_layout and w.folded is not None
-    if folded and config.persistent_fp8:  # the fp8 layout's bytes (packed_words_config drops it)
+    if config.persistent_fp8 and config.fp8_layout and w.folded is not None:  # (packed_words_config drops it)
         from ._sm90_persistent import launch_persistent  # it builds on this module
 
         return launch_persistent(x, w.folded.view(torch.float8_e4m3fn), w.scales.view(torch.int32), bias, gather_indx,
                                  ragged, x_scale, out_scale, alpha, limit, out, config, w.k, w.n)  # fmt: skip
     # a schedule entry's rows: block_m (a slice's last tile up to tail_rows more), or with wide_tiles both always
     width, extra = (config.block_m + config.tail_rows, 0) if config.wide_tiles else (config.block_m, config.tail_rows)
+    if config.hot_at:  # the hot slices on the large entry, in a launch of their own
+        if not w.fast:
+            raise ValueError(f"config: hot_at runs the fast table's large entry, got {w.precision} weights")
+        hot = runs_as(table(w.precision, w.layout)[-1][1], w)
+        if w.n % hot.block_n:
+            raise ValueError(f"weights: N = {w.n} must be a multiple of {hot.block_n} (hot_at's large entry)")
+        cold, hot_schedule = ragged.bucket_schedules(config.hot_at, width, hot.block_m, extra)
+        args = (x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out)
+        _run_schedules(*args, config, (cold,))
+        return _run_schedules(*args, hot, (hot_schedule,))
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     elif config.widest_first:
         schedules = (ragged.widest_first(width, extra),)
     else:
         schedules = (ragged.schedule(width, extra),)
+    return _run_schedules(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, schedules)
+
+
+def _run_schedules(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, schedules):
+    """One launch of `config` per schedule (split_at's second: its large tiles)."""
+    # the kernel takes its path from the words' dtype: e4m3 bytes (layout "fp8"), or packed codes
+    folded = config.fp8_layout and w.folded is not None
     words = w.folded.view(torch.float8_e4m3fn) if folded else w.words.view(torch.int32)
     w_desc = _bulk_descriptor(words) if folded and config.bulk_weights else None
     for tile, schedule in enumerate(schedules):

@@ -77,6 +77,10 @@ class Sm90Config:
     # chunks of it (overlap_tiles K tiles, 2 by default), so that each one's epilogue runs under the other's wgmmas
     # (ping-pong on one shared x ring, which holds the lag: lag * chunk + 2 stages or more).
     lag: int = 0
+    # Skewed routing: slices of more than hot_at rows in a second launch on the fast table's large entry for the
+    # weights (the warp-specialized tile: WS_HALVES on the packed words, FP8_WS3 on the fp8 layout's bytes), the rest
+    # on this config; a uniform call's slices stay under it and that launch finds no work (0: one launch).
+    hot_at: int = 0
 
     def __post_init__(self):
         # A ring loads num_stages - 1 tiles ahead (- 2 with overlap_tiles; a tile with tail_rows runs one stage less).
@@ -116,6 +120,20 @@ class Sm90Config:
                 " lag * overlap_tiles + 2 or more with lag), maxnreg 48-168 only with split_k, none of tail_rows,"
                 " two_partials, split_at, parity_rings, and with split_k none of overlap_tiles, fp8_layout, lag, got"
                 f" {self}"
+            )
+        if self.hot_at and (
+            self.hot_at < 0
+            or self.warp_specialized
+            or self.persistent
+            or self.split_at
+            or self.widest_first
+            or self.k_splits > 1
+            or self.decode_rows
+            or self.wide_tiles
+        ):
+            raise ValueError(
+                "Sm90Config: hot_at is 1 or more rows, on a table kernel's config without warp_specialized,"
+                f" persistent, split_at, widest_first, k_splits, decode_rows or wide_tiles, got {self}"
             )
         if self.lag and (self.lag < 0 or not self.warp_specialized):
             raise ValueError(f"Sm90Config: lag is the warp-specialized tile's, 1 or more chunks, got {self}")

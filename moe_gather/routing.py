@@ -113,22 +113,23 @@ class RaggedMetadata:
             self._buckets[key] = value
         return value
 
-    def bucket_schedules(self, split_at: int, small_m: int, large_m: int):
+    def bucket_schedules(self, split_at: int, small_m: int, large_m: int, extra: int = 0):
         """Two schedules over the slices for skewed routing, where one hot expert holds many rows and the rest few:
-        slices of at most `split_at` rows tiled by small_m, the larger ones by large_m (each schedule leaves the
-        other's slices out). On the device, without a sync; computed once per argument set (so that a CUDA graph
-        captured after a first call replays no host work)."""
+        slices of at most `split_at` rows tiled by small_m (a slice's last tile up to `extra` rows wider, as
+        schedule()), the larger ones by large_m (each schedule leaves the other's slices out). On the device,
+        without a sync; computed once per argument set (so that a CUDA graph captured after a first call replays no
+        host work)."""
 
         def make():
             n, tokens, small = self.n_slices, self.tokens, self.slice_sizes <= split_at
             few = min(n, tokens // (split_at + 1))  # slices that can hold more than split_at rows
             small_bound = min(max_blocks(n, tokens, small_m), n * -(-split_at // small_m))
             return (
-                _tile(torch.where(small, self.slice_sizes, 0), small_m, small_bound, tokens)[1],
+                _tile(torch.where(small, self.slice_sizes, 0), small_m, small_bound, tokens, extra)[1],
                 _tile(torch.where(small, 0, self.slice_sizes), large_m, max_blocks(few, tokens, large_m), tokens)[1],
             )
 
-        return self._once((split_at, small_m, large_m), make)
+        return self._once((split_at, small_m, large_m, extra), make)
 
     def schedule(self, block_m: int, extra: int = 0) -> torch.Tensor:
         """block_schedule[block_m], or with `extra` the schedule whose slices' last tiles take up to `extra` rows

@@ -31,6 +31,10 @@ WS_FP8_PLANS = {
     "table": _sm90.FP8_WS3,
 }
 
+# The fast table's block_m 64 entry with the slices of more than 64 rows in a launch of their own on the large entry
+# (hot_at: WS_HALVES on the packed words, FP8_WS3 on the fp8 layout's bytes).
+HOT_PLAN = replace(_sm90.FAST_CONFIGS[1][1], hot_at=64)
+
 # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
 SPLIT_K_PLANS = [
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, warp_specialized=True, split_k=True),

@@ -15,6 +15,7 @@ from _plans import (
     FP8_CHUNKS,
     HALVES_FP8_PLAN,
     HALVES_PLAN,
+    HOT_PLAN,
     K_SPLITS_PLANS,
     PERSISTENT_PLAN,
     SLOTS_PLAN,
@@ -422,6 +423,8 @@ OPT_IN_PLANS = [
     WS_CONFIG,
     dataclasses.replace(WS_CONFIG, persistent=True),
     HALVES_PLAN,
+    # The block_m 64 entry with the slices over 64 rows on the large entry, in a second launch (fast only).
+    HOT_PLAN,
     # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
     *SPLIT_K_PLANS,
     *K_SPLITS_PLANS,
@@ -437,6 +440,8 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
         pytest.skip("two_partials is the accurate precision's (the fast one refuses it: test_sm90)")
     if config.warp_specialized and not weights.fast:
         pytest.skip("warp_specialized runs the fast precision only (others are refused by name: test_sm90)")
+    if config.hot_at and not weights.fast:
+        pytest.skip("hot_at runs the fast table's large entry (accurate weights are refused by name: test_sm90)")
     problem = _every_width_problem(params)
     out = _check(problem, weights, f"launch plan {config}", config=config)
     if config.warp_specialized and not config.split_k:

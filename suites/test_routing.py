@@ -112,20 +112,23 @@ def test_block_schedule_equals_brute_force(sizes):
 @pytest.mark.parametrize(
     "sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [8, 7, 7, 6, 5], [0, 0], [300, 0, 1, 64, 65, 16, 17], [40, 40, 40]]
 )
-@pytest.mark.parametrize(("split_at", "small_m", "large_m"), [(16, 8, 64), (12, 16, 128), (1, 8, 16)])
-def test_bucket_schedules_split_the_slices_by_size(sizes, split_at, small_m, large_m):
-    """Slices of at most split_at rows are tiled by small_m, the others by large_m; together every row once."""
+@pytest.mark.parametrize(
+    ("split_at", "small_m", "large_m", "extra"), [(16, 8, 64, 0), (12, 16, 128, 0), (1, 8, 16, 0), (96, 64, 256, 16)]
+)
+def test_bucket_schedules_split_the_slices_by_size(sizes, split_at, small_m, large_m, extra):
+    """Slices of at most split_at rows are tiled by small_m (a slice's last tile up to `extra` rows wider), the
+    others by large_m; together every row once."""
     tokens = sum(sizes)
     ragged = make_ragged_metadata(torch.tensor(sizes, dtype=torch.int32), tokens, 8)
-    small, large = ragged.bucket_schedules(split_at, small_m, large_m)
-    for schedule, block_m, in_bucket in (
-        (small, small_m, lambda s: s <= split_at),
-        (large, large_m, lambda s: s > split_at),
+    small, large = ragged.bucket_schedules(split_at, small_m, large_m, extra)
+    for schedule, block_m, rows, in_bucket in (
+        (small, small_m, extra, lambda s: s <= split_at),
+        (large, large_m, 0, lambda s: s > split_at),
     ):
-        _, want = _brute_force_schedule([s if in_bucket(s) else 0 for s in sizes], block_m)
+        _, want = _brute_force_schedule([s if in_bucket(s) else 0 for s in sizes], block_m, rows)
         got = schedule.tolist()
         assert got[: len(want)] == want and set(got[len(want) :]) <= {SCHEDULE_UNUSED}
-    assert ragged.bucket_schedules(split_at, small_m, large_m)[0] is small  # computed once
+    assert ragged.bucket_schedules(split_at, small_m, large_m, extra)[0] is small  # computed once
 
 
 @pytest.mark.parametrize("sizes", [[126, 38, 6, 4, 4, 3, 2, 1, 0], [8, 7, 7, 6, 5], [0, 0], [], [300, 0, 1, 64, 65]])

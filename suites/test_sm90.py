@@ -824,6 +824,35 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
     )
 
 
+def test_hot_slices_launch_on_the_large_entry(recorded_launches, monkeypatch):
+    """hot_at: the slices of more than hot_at rows in a second launch, on the fast table's large entry for the weights
+    (WS_HALVES on the packed words; FP8_WS3 on the fp8 layout's bytes, two consumers where N is not a multiple of 192),
+    the others on the config's own tiles (tail rows kept); accurate weights and configs it does not go with are refused
+    by name."""
+    ws_launches = _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, 7)  # words, schedule
+    monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
+    m64 = _sm90.FAST_CONFIGS[1][1]
+    hot_at = replace(m64, hot_at=256)
+    sizes = [900, 70, 0, 300]  # slices 0 and 3 hot; slice 1 one tile of its 70 rows (tail rows 16)
+    slices = lambda schedule: {int(e) & 0xFFFF for e in schedule.tolist() if e >= 0}
+    for n, layout, large, consumers in ((256, "mxfp4", 256, 2), (256, "fp8", 128, 2), (384, "fp8", 128, 3)):
+        w = _sm90.prepare_weights(_random_weights(e=4, n=n, k=64), precision="fast", layout=layout)
+        _launch(w, sizes, hot_at)
+        (_, cold, kwargs), (_, words, hot, ws_kwargs) = recorded_launches[-1], ws_launches[-1]
+        assert slices(cold) == {1} and cold.tolist()[0] == 1 and kwargs["BLOCK_M"] == 64
+        assert kwargs["TAIL_ROWS"] == 16 and not kwargs["BULK_W"]
+        assert slices(hot) == {0, 3} and (ws_kwargs["BLOCK_M"], ws_kwargs["CONSUMERS"]) == (large, consumers)
+        assert words.dtype == (torch.float8_e4m3fn if layout == "fp8" else torch.int32)
+    assert len(recorded_launches) == len(ws_launches) == 3
+    accurate = _sm90.prepare_weights(_random_weights(e=4, n=256, k=64), precision="accurate")
+    with pytest.raises(ValueError, match="hot_at runs the fast table's large entry, got accurate weights"):
+        _launch(accurate, sizes, replace(_sm90.CONFIGS[2][1], hot_at=256))
+    for config in (_sm90.WS_HALVES, _sm90.FAST_CONFIGS[0][1], replace(m64, tail_rows=0, k_splits=2),
+                   replace(_sm90.FP8_CHUNKS, persistent=True)):  # fmt: skip
+        with pytest.raises(ValueError, match="hot_at is 1 or more rows, on a table kernel's config without"):
+            replace(config, hot_at=256)
+
+
 def test_persistent_fp8_tile_launch_plan(recorded_launches, monkeypatch):
     """The persistent fp8 tile: one program a multiprocessor (fewer where there are fewer items) over the schedule by
     width (RaggedMetadata.by_width), its three phases' ends counted on the device (tiles of more than 64 rows, of more
