@@ -1177,9 +1177,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                                  ragged, x_scale, out_scale, alpha, limit, out, config, w.k, w.n)  # fmt: skip
     # a schedule entry's rows: block_m (a slice's last tile up to tail_rows more), or with wide_tiles both always
     width, extra = (config.block_m + config.tail_rows, 0) if config.wide_tiles else (config.block_m, config.tail_rows)
-    if config.hot_at:  # the hot slices on the large entry, in a launch of their own
-        if not w.fast:
-            raise ValueError(f"config: hot_at runs the fast table's large entry, got {w.precision} weights")
+    if config.hot_at:  # the hot slices on the weights' table's large entry, in a launch of their own
         hot = runs_as(table(w.precision, w.layout)[-1][1], w)
         if w.n % hot.block_n:
             raise ValueError(f"weights: N = {w.n} must be a multiple of {hot.block_n} (hot_at's large entry)")

@@ -77,9 +77,9 @@ class Sm90Config:
     # chunks of it (overlap_tiles K tiles, 2 by default), so that each one's epilogue runs under the other's wgmmas
     # (ping-pong on one shared x ring, which holds the lag: lag * chunk + 2 stages or more).
     lag: int = 0
-    # Skewed routing: slices of more than hot_at rows in a second launch on the fast table's large entry for the
-    # weights (the warp-specialized tile: WS_HALVES on the packed words, FP8_WS3 on the fp8 layout's bytes), the rest
-    # on this config; a uniform call's slices stay under it and that launch finds no work (0: one launch).
+    # Skewed routing: slices of more than hot_at rows in a second launch on the large entry of the weights' table
+    # (the accurate one's block_m 128; the fast one's WS_HALVES, FP8_WS3 on the fp8 layout's bytes), the rest on this
+    # config; a uniform call's slices stay under it and that launch finds no work (0: one launch).
     hot_at: int = 0
 
     def __post_init__(self):

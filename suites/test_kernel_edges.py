@@ -423,7 +423,8 @@ OPT_IN_PLANS = [
     WS_CONFIG,
     dataclasses.replace(WS_CONFIG, persistent=True),
     HALVES_PLAN,
-    # The block_m 64 entry with the slices over 64 rows on the large entry, in a second launch (fast only).
+    # The fast block_m 64 entry with the slices over 64 rows on the large entry of the weights' table, in a second
+    # launch.
     HOT_PLAN,
     # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
     *SPLIT_K_PLANS,
@@ -440,8 +441,6 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
         pytest.skip("two_partials is the accurate precision's (the fast one refuses it: test_sm90)")
     if config.warp_specialized and not weights.fast:
         pytest.skip("warp_specialized runs the fast precision only (others are refused by name: test_sm90)")
-    if config.hot_at and not weights.fast:
-        pytest.skip("hot_at runs the fast table's large entry (accurate weights are refused by name: test_sm90)")
     problem = _every_width_problem(params)
     out = _check(problem, weights, f"launch plan {config}", config=config)
     if config.warp_specialized and not config.split_k:

@@ -825,10 +825,10 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
 
 
 def test_hot_slices_launch_on_the_large_entry(recorded_launches, monkeypatch):
-    """hot_at: the slices of more than hot_at rows in a second launch, on the fast table's large entry for the weights
-    (WS_HALVES on the packed words; FP8_WS3 on the fp8 layout's bytes, two consumers where N is not a multiple of 192),
-    the others on the config's own tiles (tail rows kept); accurate weights and configs it does not go with are refused
-    by name."""
+    """hot_at: the slices of more than hot_at rows in a second launch, on the large entry of the weights' table
+    (WS_HALVES on the packed words; FP8_WS3 on the fp8 layout's bytes, two consumers where N is not a multiple of 192;
+    the accurate table's block_m 128), the others on the config's own tiles (tail rows kept); configs it does not go
+    with are refused by name."""
     ws_launches = _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, 7)  # words, schedule
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     m64 = _sm90.FAST_CONFIGS[1][1]
@@ -845,8 +845,10 @@ def test_hot_slices_launch_on_the_large_entry(recorded_launches, monkeypatch):
         assert words.dtype == (torch.float8_e4m3fn if layout == "fp8" else torch.int32)
     assert len(recorded_launches) == len(ws_launches) == 3
     accurate = _sm90.prepare_weights(_random_weights(e=4, n=256, k=64), precision="accurate")
-    with pytest.raises(ValueError, match="hot_at runs the fast table's large entry, got accurate weights"):
-        _launch(accurate, sizes, replace(_sm90.CONFIGS[2][1], hot_at=256))
+    _launch(accurate, sizes, replace(_sm90.CONFIGS[2][1], hot_at=256))
+    (_, cold, kwargs), (_, hot, hot_kwargs) = recorded_launches[-2:]
+    assert slices(cold) == {1} and (kwargs["BLOCK_M"], kwargs["TAIL_ROWS"], kwargs["FAST"]) == (64, 16, False)
+    assert slices(hot) == {0, 3} and (hot_kwargs["BLOCK_M"], hot_kwargs["TWO_PARTIALS"]) == (128, True)
     for config in (_sm90.WS_HALVES, _sm90.FAST_CONFIGS[0][1], replace(m64, tail_rows=0, k_splits=2),
                    replace(_sm90.FP8_CHUNKS, persistent=True)):  # fmt: skip
         with pytest.raises(ValueError, match="hot_at is 1 or more rows, on a table kernel's config without"):
