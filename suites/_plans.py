@@ -31,10 +31,10 @@ WS_FP8_PLANS = {
     "table": _sm90.FP8_WS3,
 }
 
-# The fast table's block_m 64 entry with the slices of more than 64 rows in a launch of their own on the large entry
+# The fast table's block_m 64 entry with the slices of more than 96 rows in a launch of their own on the large entry
 # of the weights' table (hot_at: WS_HALVES on the packed words, FP8_WS3 on the fp8 layout's bytes, the accurate
-# table's block_m 128 on accurate weights).
-HOT_PLAN = replace(_sm90.FAST_CONFIGS[1][1], hot_at=64)
+# table's block_m 128 on accurate weights); slices of 65-80 rows keep the entry's tail rows.
+HOT_PLAN = replace(_sm90.FAST_CONFIGS[1][1], hot_at=96)
 
 # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
 SPLIT_K_PLANS = [

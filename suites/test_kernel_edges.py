@@ -423,7 +423,7 @@ OPT_IN_PLANS = [
     WS_CONFIG,
     dataclasses.replace(WS_CONFIG, persistent=True),
     HALVES_PLAN,
-    # The fast block_m 64 entry with the slices over 64 rows on the large entry of the weights' table, in a second
+    # The fast block_m 64 entry with the slices over 96 rows on the large entry of the weights' table, in a second
     # launch.
     HOT_PLAN,
     # Its split_k form (64-row items, the K tiles split between the consumers), one item a program and persistent.
@@ -446,6 +446,19 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     if config.warp_specialized and not config.split_k:
         chunks = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
         assert torch.equal(out.view(torch.uint8), chunks.view(torch.uint8))
+
+
+# Slices on either side of HOT_PLAN's 96 rows: cold ones of one tile, a tail-row tile (65-80) or two tiles, hot ones of
+# one large tile (narrowed or not) and of several.
+HOT_SIZES = [97, 96, 80, 65, 64, 600, 1, 257, 129, 0, 300, 33, 513, 7, 160, 2]
+
+
+def test_hot_slices_of_several_large_tiles(params, sm90, weights):
+    """hot_at's two launches on slices of every kind on either side of its bound, hot ones of up to three large
+    tiles: against the reference."""
+    problem = _sized_problem(params, HOT_SIZES)
+    assert problem.routing.ragged.slice_sizes.tolist() == HOT_SIZES
+    _check(problem, weights, f"hot slices, {HOT_PLAN}", config=HOT_PLAN)
 
 
 # Slices whose last tile at block_m 256 takes a quarter (64 rows or fewer), a half (65-128) or both halves (129-256,
