@@ -79,7 +79,7 @@ class Sm90Config:
     lag: int = 0
     # Skewed routing: slices of more than hot_at rows in a second launch on the large entry of the weights' table
     # (the accurate one's block_m 128; the fast one's WS_HALVES, FP8_WS3 on the fp8 layout's bytes), the rest on this
-    # config; a uniform call's slices stay under it and that launch finds no work (0: one launch).
+    # config; where no slice passes it, that launch finds no work (0: one launch).
     hot_at: int = 0
 
     def __post_init__(self):

@@ -444,7 +444,7 @@ def _consume_2(rings, out, work, handover, K: gl.constexpr, N: gl.constexpr, BLO
 def bmm1_sm90_ws_kernel(
     x_ptr, words_ptr, scales_ptr, bias_ptr, gather_ptr, slice_sizes_ptr, slice_offs_ptr, schedule_ptr, x_scale_ptr,
     out_scale_ptr, out_ptr, alpha, limit,  # as _sm90._bmm1_sm90_kernel's
-    items,  # schedule entries x column blocks (64 rows a consumer; SPLIT_K: 64): a program takes pid, pid + grid, ...
+    items,  # schedule entries x column blocks (64 rows a consumer, split_k's 64 an item): a program takes pid, ...
     w_desc,  # with bulk weights, the fp8 layout's TMA descriptor (_sm90._bulk_descriptor), else None
     K: gl.constexpr, N: gl.constexpr, BLOCK_M: gl.constexpr, NUM_STAGES: gl.constexpr, NARROW: gl.constexpr,
     SPLIT_K: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, CHUNK: gl.constexpr,
