@@ -166,7 +166,7 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
             assert words.dtype == torch.int32 and torch.equal(words.view(torch.uint8), weights.words)
         assert ("PRODUCER_REGS" in kwargs) == config.warp_specialized  # the fp8 table's block_m 128 entry
     # the fp8 layout's table: the same configs but its block_m 128 entry, which takes over at FP8_WS_FROM rows per
-    # slice rather than 193; a call takes its weights' table
+    # slice rather than 186; a call takes its weights' table
     fp8_table, words_table = _sm90.FAST_FP8_CONFIGS, _sm90.FAST_CONFIGS
     assert [c for _, c in fp8_table[:-1]] == [c for _, c in words_table[:-1]] and fp8_table[0] == words_table[0]
     assert fp8_table[1][0] + 1 == _sm90.FP8_WS_FROM <= words_table[1][0]

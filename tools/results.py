@@ -26,7 +26,7 @@ BASELINES = ROOT / "baselines" / "nvidia-h200" / "Linux-CPython-3.12-64bit"
 sys.path.insert(0, str(ROOT))
 
 from moe_gather import accuracy  # noqa: E402
-from moe_gather._sm90_config import FP8_CHUNKS, FP8_WS3, WS_HALVES, Sm90Config  # noqa: E402
+from moe_gather._sm90_config import FAST_CONFIGS, FP8_CHUNKS, FP8_WS3, WS_HALVES, Sm90Config  # noqa: E402
 from moe_gather.bench import summarize  # noqa: E402
 from moe_gather.benchmarking import baseline_folder_name  # noqa: E402
 from moe_gather.problem import DECODE_BATCHES, MODELS  # noqa: E402
@@ -136,7 +136,8 @@ def gate() -> str:
         "warp-specialized tile on three consumers, by test id, with `--benchmark-compare` against the files before) "
         "and of its "
         "packed words (`--precision fast`; `save_fast_one_half.log.gz`: the 42 cases of 193 rows per slice and more "
-        "when the 256-token tile took a slice's last 65-128 rows on its first half alone, the same way), and a run "
+        "when the 256-token tile took a slice's last 65-128 rows on its first half alone, the same way; "
+        f"`save_fast_halves_from.log`: the case it took when it took over from {HALVES_FROM} rows), and a run "
         "with a slower config forced "
         f"(`{slowed} ... --benchmark-compare`) that the gate fails. Time change: the measured median against the "
         "baseline's. How the gate decides: docs/gate.md. This page: `python tools/results.py`."
@@ -235,6 +236,7 @@ def reliability() -> str:
 
 
 FAST = H200 / "fast"
+HALVES_FROM = FAST_CONFIGS[-2][0] + 1  # rows per slice (rounded up) from which the packed words run WS_HALVES
 FAST_BATCHES = (  # every other batch size of the gpt-oss-120b ladder
     "128,192,256,384,512,768,1024,1536,2048,3072,4096,6144,8192,10240,12288,14336,16384,18432,20480,22528,24576,"
     "26624,28672,30720"
@@ -381,20 +383,21 @@ def _fast_gate(layout: str = "mxfp4") -> tuple[list[str], list[str]]:
 
 
 def _words_over_bytes() -> str:
-    """The packed words' gate time over the fp8 layout's on the uniform cases of the 256-token tile (193 rows per slice
-    and more: slices near their mean), grouped by the rows of a slice's last item (the mean rows per slice mod 256)."""
+    """The packed words' gate time over the fp8 layout's on the uniform cases of the 256-token tile (HALVES_FROM rows
+    per slice and more: slices near their mean), grouped by the rows of a slice's last item (the mean rows per slice
+    mod 256)."""
     words, fp8 = _gate_by_case("mxfp4"), _gate_by_case("fp8")
     groups: dict[str, list[float]] = {"1-64": [], "65-128": [], "129-256": []}
     for case, r in words.items():
         rows = _rows_per_slice(r)
-        if "-uniform-bs" not in case or rows < 193:
+        if "-uniform-bs" not in case or math.ceil(rows) < HALVES_FROM:
             continue
         last = (math.ceil(rows) - 1) % 256 + 1  # a mean just past a multiple of 256: a few rows more
         groups["1-64" if last <= 64 else "65-128" if last <= 128 else "129-256"].append(r["us"] / fp8[case]["us"])
     return (
         "- the packed words' time over the fp8 layout's (the two gate baselines, other processes) on the uniform "
-        "cases from 193 rows per slice, by the rows of a slice's last 256-token item (the mean rows per slice mod "
-        "256, the mean rounded up): "
+        f"cases from {HALVES_FROM} rows per slice, by the rows of a slice's last 256-token item (the mean rows per "
+        "slice mod 256, the mean rounded up): "
         + "; ".join(f"{name} ({len(v)} cases) {min(v):.2f}x-{max(v):.2f}x" for name, v in groups.items())
         + ": the fold costs most where it serves the fewest tokens."
     )
@@ -434,6 +437,10 @@ NEWER_SAVES = {
         "last 65-128 rows on its first half alone",
         "the {n} cases of 193 rows per slice and more (by test id: `suites/test_benchmark.py::test_throughput[CASE]`)",
     ),
+    "0006_h200_fast": (
+        "saved when the table's large entry (WS_HALVES) took over from {from_} rows per slice rather than 193",
+        "the {n} case it moved (by test id: `suites/test_benchmark.py::test_throughput[CASE]`)",
+    ),
     "0006_h200_fast_fp8": (
         "saved when that entry became the warp-specialized tile on three consumers (FP8_WS3)",
         "the {n} cases of the fp8 layout's block_m 128 entry, from 90 rows per slice (by test id: "
@@ -451,7 +458,7 @@ def _newer_saves(saves: dict[Path, list[dict]]) -> str:
             raise ValueError(f"{p}: NEWER_SAVES does not say why it was saved")
         why = NEWER_SAVES[p.stem]
         if isinstance(why, tuple):
-            why, which = why[0], why[1].format(n=len(benchmarks))
+            why, which = why[0].format(from_=HALVES_FROM), why[1].format(n=len(benchmarks))
         elif all("decode" in b["extra_info"]["case"] for b in benchmarks):
             which = "the decode cases (`-k decode`)"
         else:
@@ -559,6 +566,24 @@ def _over_ends(runs: list[dict], i: int) -> float:
     return runs[i]["us"] * 2 / (runs[0]["us"] + runs[-1]["us"])
 
 
+def _halves_from() -> str:
+    """Where the fast table's large entry takes over (HALVES_FROM): the A/B that sets the bound, one process."""
+    ab = json.loads((FAST / "ab_halves_from.json").read_text())
+    if not all(r["identical"] and r["same_inputs"] for r in ab):
+        raise SystemExit("ab_halves_from.json: the two configs' outputs differ")
+    words = _gate_by_case("mxfp4")  # its cases' tokens
+    rows = {r["case"]: math.ceil(_rows_per_slice(words[f"gpt-oss-120b-{r['case']}"])) for r in ab}
+    cases = ", ".join(f"{r['case']} ({rows[r['case']]} rows) {r['new_us'] / r['base_us']:.2f}x" for r in ab)
+    return (
+        f"The table takes it from {HALVES_FROM} rows: forced on the block_m 64 entry's upper range against the table "
+        f"in one process, best of 3 rounds, outputs byte-identical, its time over the entry's: {cases} "
+        "(`ab_halves_from.json`: `python tools/ab_commit.py .peers/base "
+        f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast --new-force "
+        "block_m=256,parity_rings=0,tail_rows=0,warp_specialized=1,persistent=1 --json ...`, .peers/base this "
+        "tree's moe_gather before the bound moved):"
+    )
+
+
 def _halves() -> list[str]:
     """The fast table's large entry (WS_HALVES) against the chunks of four and the block_m 64 entry, its fp8-layout
     form against the fp8 table's, its tests, sanitizers."""
@@ -580,7 +605,8 @@ def _halves() -> list[str]:
     wins = [f"{case} {ratio:.3f}x" for case, ratio in mid.items() if ratio < 1]
     swept = sorted(runs[0]["tokens"] / MODELS["gpt-oss-120b"].local_experts for runs in swept_runs)
     return [
-        f"`{_short_config(str(WS_HALVES))}`, the fast table's entry from 193 rows per slice on the packed words: each "
+        f"`{_short_config(str(WS_HALVES))}`, the fast table's entry from {HALVES_FROM} rows per slice on the packed "
+        "words: each "
         "consumer folds a K tile's words once and runs them on two 128-token halves, each half's four wgmmas on the "
         "same registers and its own promotion (docs/sm90.md); a slice's last 65-128 rows on the first half alone. "
         "Against the chunks of four K tiles at block_m 128 (`FP8_CHUNKS`, on the packed words) on "
@@ -596,14 +622,15 @@ def _halves() -> list[str]:
         "",
         *_config_sweep("sweep_halves.json", table_ends=True, ends="FP8_CHUNKS"),
         "",
-        "Below 193 rows per slice (the 13 gate cases of 90-192 rows), against the block_m 64 entry the table keeps "
-        f"there: the 256-token tile takes {min(mid.values()):.3f}x-{max(mid.values()):.3f}x its time (the mean of two "
+        "At 90-192 rows per slice (the 13 gate cases there), against the block_m 64 entry (`table` in the sweeps "
+        "below: the table's choice on all 13 when they ran, its bound then 192): the 256-token tile "
+        f"takes {min(mid.values()):.3f}x-{max(mid.values()):.3f}x its time (the mean of two "
         f"runs each, interleaved; under 1.000x at {', '.join(wins) or 'none'}: `sweep_one_half_mid.json`: `--configs "
         f'"table;{fields};table;{fields}"`), the 128-token tile on the packed words {min(mid_w128):.3f}x-'
         f"{max(mid_w128):.3f}x (`sweep_halves_mid.json`: `--configs "
         f'"table;{_force_fields(dataclasses.replace(WS_HALVES, block_m=128, num_stages=5))};table"`, its runs '
         "from a sweep that also ran the 256-token tile's earlier form after the first, those rows since replaced by "
-        "`sweep_one_half_mid.json`):",
+        "`sweep_one_half_mid.json`). " + _halves_from(),
         "",
         *_config_sweep("sweep_one_half_mid.json"),
         "",
