@@ -580,7 +580,7 @@ def _halves_from() -> str:
         "(`ab_halves_from.json`: `python tools/ab_commit.py .peers/base "
         f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast --new-force "
         "block_m=256,parity_rings=0,tail_rows=0,warp_specialized=1,persistent=1 --json ...`, .peers/base this "
-        "tree's moe_gather before the bound moved):"
+        "tree's moe_gather before the bound moved). The 256-token tile's sweep (`sweep_one_half_mid.json`):"
     )
 
 
@@ -1253,7 +1253,7 @@ def fast() -> str:
         "to wgmma from shared memory: the warp-specialized tile (`FP8_WS3`: a producer warpgroup copying each row "
         "block's K tile by TMA, three consumers on 192-row items, 4 stages, one program a multiprocessor; two "
         "consumers, `FP8_WS`, where N is not a multiple of 192); the packed words' table "
-        "takes the 256-token tile from 193 rows per slice (`WS_HALVES`, below). Forced over the fp8 table, "
+        f"takes the 256-token tile from {HALVES_FROM} rows per slice (`WS_HALVES`, below). Forced over the fp8 table, "
         f"`MOE_GATHER_SM90_FORCE={CHUNKS_FORCE}` runs `FP8_CHUNKS` on the bytes. "
         "Below, the sweeps, forms and profiles that name the block_m 128 entry ran `FP8_CHUNKS` reading the fp8 "
         "layout (each row's config says so). Its gate baseline's cases that read the bytes (the others run the "
