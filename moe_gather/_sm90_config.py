@@ -242,13 +242,14 @@ FP8_WS3 = replace(FP8_WS, num_stages=4, num_warps=12)
 WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, persistent=True)
 
 # The fast precision's table: one partial per K tile (its promotion is a quarter of the accurate path's); block_m 64
-# takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time there), the 256-token tile from 186
-# (at 192 rows it takes 0.90x block_m 64's time, at 162-185 0.98x-1.04x, at 113-142 1.07x-1.21x: docs/sm90.md).
-# Weights holding the fp8 layout's bytes take FAST_FP8_CONFIGS below, whose smaller tiles read the packed words: they
-# stream their weights, and twice the bytes cost more there than the fold.
+# takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time there), the 256-token tile from
+# HALVES_FROM (at 192 rows it takes 0.90x block_m 64's time, at 162-185 0.98x-1.04x, at 113-142 1.07x-1.21x:
+# docs/sm90.md). Weights holding the fp8 layout's bytes take FAST_FP8_CONFIGS below, whose smaller tiles read the
+# packed words: they stream their weights, and twice the bytes cost more there than the fold.
+HALVES_FROM = 186
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
-    (185, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
+    (HALVES_FROM - 1, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
     (1 << 30, WS_HALVES),
 )
 

@@ -26,7 +26,7 @@ BASELINES = ROOT / "baselines" / "nvidia-h200" / "Linux-CPython-3.12-64bit"
 sys.path.insert(0, str(ROOT))
 
 from moe_gather import accuracy  # noqa: E402
-from moe_gather._sm90_config import FAST_CONFIGS, FP8_CHUNKS, FP8_WS3, WS_HALVES, Sm90Config  # noqa: E402
+from moe_gather._sm90_config import FAST_CONFIGS, FP8_CHUNKS, FP8_WS3, HALVES_FROM, WS_HALVES, Sm90Config  # noqa: E402
 from moe_gather.bench import summarize  # noqa: E402
 from moe_gather.benchmarking import baseline_folder_name  # noqa: E402
 from moe_gather.problem import DECODE_BATCHES, MODELS  # noqa: E402
@@ -236,7 +236,6 @@ def reliability() -> str:
 
 
 FAST = H200 / "fast"
-HALVES_FROM = FAST_CONFIGS[-2][0] + 1  # rows per slice (rounded up) from which the packed words run WS_HALVES
 FAST_BATCHES = (  # every other batch size of the gpt-oss-120b ladder
     "128,192,256,384,512,768,1024,1536,2048,3072,4096,6144,8192,10240,12288,14336,16384,18432,20480,22528,24576,"
     "26624,28672,30720"
@@ -566,11 +565,17 @@ def _over_ends(runs: list[dict], i: int) -> float:
     return runs[i]["us"] * 2 / (runs[0]["us"] + runs[-1]["us"])
 
 
+def _ab_rows(name: str) -> list[dict]:
+    """A tools/ab_commit.py --json file's rows, refused unless both sides had the same inputs and equal outputs."""
+    ab = json.loads((FAST / name).read_text())
+    if not all(r["identical"] and r["same_inputs"] for r in ab):
+        raise SystemExit(f"{name}: the two sides' outputs differ")
+    return ab
+
+
 def _halves_from() -> str:
     """Where the fast table's large entry takes over (HALVES_FROM): the A/B that sets the bound, one process."""
-    ab = json.loads((FAST / "ab_halves_from.json").read_text())
-    if not all(r["identical"] and r["same_inputs"] for r in ab):
-        raise SystemExit("ab_halves_from.json: the two configs' outputs differ")
+    ab = _ab_rows("ab_halves_from.json")
     words = _gate_by_case("mxfp4")  # its cases' tokens
     rows = {r["case"]: math.ceil(_rows_per_slice(words[f"gpt-oss-120b-{r['case']}"])) for r in ab}
     cases = ", ".join(f"{r['case']} ({rows[r['case']]} rows) {r['new_us'] / r['base_us']:.2f}x" for r in ab)
@@ -579,7 +584,7 @@ def _halves_from() -> str:
         f"in one process, best of 3 rounds, outputs byte-identical, its time over the entry's: {cases} "
         "(`ab_halves_from.json`: `python tools/ab_commit.py .peers/base "
         f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast --new-force "
-        "block_m=256,parity_rings=0,tail_rows=0,warp_specialized=1,persistent=1 --json ...`, .peers/base this "
+        f"{_force_fields(WS_HALVES, FAST_CONFIGS[-2][1])} --json ...`, .peers/base this "
         "tree's moe_gather before the bound moved). The 256-token tile's sweep (`sweep_one_half_mid.json`):"
     )
 
@@ -598,9 +603,7 @@ def _halves() -> list[str]:
     mid_w128 = [_over_ends(runs, 1) for runs in _sweep_runs("sweep_halves_mid.json", 3)]
     mid = {runs[0]["case"]: (runs[1]["us"] + runs[3]["us"]) / (runs[0]["us"] + runs[2]["us"])
            for runs in _sweep_runs("sweep_one_half_mid.json", 4)}  # fmt: skip
-    ab = json.loads((FAST / "ab_one_half.json").read_text())
-    if not all(r["identical"] and r["same_inputs"] for r in ab):
-        raise SystemExit("ab_one_half.json: the two forms' outputs differ")
+    ab = _ab_rows("ab_one_half.json")
     ab_ratio = [r["new_us"] / r["base_us"] for r in ab]
     wins = [f"{case} {ratio:.3f}x" for case, ratio in mid.items() if ratio < 1]
     swept = sorted(runs[0]["tokens"] / MODELS["gpt-oss-120b"].local_experts for runs in swept_runs)
