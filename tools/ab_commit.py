@@ -2,7 +2,7 @@
 
     mkdir -p .peers/base && git archive BASE moe_gather | tar -x -C .peers/base
     python3 tools/ab_commit.py .peers/base uniform-bs128,zipf-bs2048 [--rounds 3] [--json ab.json] [--precision fast]
-        [--layout fp8] [--new-force num_stages=4]
+        [--layout fp8] [--model gpt-oss-20b] [--new-force num_stages=4]
 
 (The base is unpacked from git into the ignored .peers/, so that a GPU machine that gets a copy of the working tree
 without its history can run it.)
@@ -53,17 +53,18 @@ def _forced(fields, fn, *args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base", help="a folder holding the base commit's moe_gather/")
-    parser.add_argument("cases", help="comma-separated, e.g. uniform-bs128,zipf-bs2048 (gpt-oss-120b)")
+    parser.add_argument("cases", help="comma-separated, e.g. uniform-bs128,zipf-bs2048 (of --model)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None)
     parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
     parser.add_argument("--layout", choices=bmm1.LAYOUTS, default=None, help="default: prepare_weights'")
+    parser.add_argument("--model", choices=list(problem.MODELS), default="gpt-oss-120b")
     parser.add_argument("--new-force", default=None, help="fields forced on this tree's choices, e.g. num_stages=4")
     args = parser.parse_args()
     sides = {"new": (bmm1, problem), "base": import_base(args.base)}
     setups = {}
     for side, (kernel, problems) in sides.items():
-        model = problems.MODELS["gpt-oss-120b"]
+        model = problems.MODELS[args.model]
         params = problems.make_expert_params(model, "cuda")
         # a base may predate the arguments
         asked = {name: value for name in ("precision", "layout") if (value := getattr(args, name))}
