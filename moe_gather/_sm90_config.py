@@ -247,9 +247,10 @@ WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, per
 # docs/sm90.md). Weights holding the fp8 layout's bytes take FAST_FP8_CONFIGS below, whose smaller tiles read the
 # packed words: they stream their weights, and twice the bytes cost more there than the fold.
 HALVES_FROM = 186
+HOT_AT = 256  # the block_m 64 entry's slices of more than one 256-token item run on WS_HALVES (hot_at)
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
-    (HALVES_FROM - 1, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16)),
+    (HALVES_FROM - 1, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16, hot_at=HOT_AT)),
     (1 << 30, WS_HALVES),
 )
 

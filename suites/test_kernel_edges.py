@@ -416,7 +416,8 @@ OPT_IN_PLANS = [
     _sm90.Sm90Config(block_m=32, num_stages=4, num_warps=8, narrow_last_tile=2, split_at=16, large_block_m=64),
     _sm90.Sm90Config(block_m=64, num_stages=4, num_warps=4, narrow_last_tile=1, tail_rows=32),
     *dict.fromkeys(
-        dataclasses.replace(c, widest_first=not c.widest_first) for _, c in (*_sm90.CONFIGS, *_sm90.FAST_CONFIGS)
+        dataclasses.replace(c, widest_first=not c.widest_first, hot_at=0)
+        for _, c in (*_sm90.CONFIGS, *_sm90.FAST_CONFIGS)
     ),
     # The fast precision's K tiles in pairs, and its warp-specialized tile (fast only).
     FAST_PAIRS_PLAN,
@@ -459,6 +460,31 @@ def test_hot_slices_of_several_large_tiles(params, sm90, weights):
     problem = _sized_problem(params, HOT_SIZES)
     assert problem.routing.ragged.slice_sizes.tolist() == HOT_SIZES
     _check(problem, weights, f"hot slices, {HOT_PLAN}", config=HOT_PLAN)
+
+
+def test_hot_slices_in_a_graph_and_on_a_callers_stream(params, sm90, weights):
+    """hot_at's hot launch runs on a side stream that the caller's stream waits on before the call returns: captured
+    in a CUDA graph (the two launches its branches), each replay rewrites a poisoned output to match the reference,
+    and an eager call on a stream of the caller's is read right after on that stream."""
+    problem = _sized_problem(params, HOT_SIZES)
+    _check(problem, weights, f"hot slices, {HOT_PLAN}", config=HOT_PLAN)  # compiled before the capture
+    expected = reference_for(problem).out
+    tolerance = kernel_tolerance(weights.precision, "seed")
+    out = poisoned_output(problem)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        bmm1.run_problem(problem, weights, out, config=HOT_PLAN)
+    for replay in range(2):
+        out.view(torch.uint8).fill_(0x7F)
+        graph.replay()
+        torch.cuda.synchronize()
+        check_against(expected, out, tolerance, f"replay {replay}")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        read = bmm1.run_problem(problem, weights, poisoned_output(problem), config=HOT_PLAN).view(torch.uint8).clone()
+    stream.synchronize()
+    check_against(expected, read.view(torch.float8_e4m3fn), tolerance, "on the caller's stream")
 
 
 # Slices whose last tile at block_m 256 takes a quarter (64 rows or fewer), a half (65-128) or both halves (129-256,

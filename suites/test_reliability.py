@@ -1,5 +1,5 @@
 """Reliability on the GPU: guard zones around the output, determinism, batch sizes off the ladder, experts with one
-row. They run in the GPU suite (results/h200/suite.log); on the CPU they skip, saying why."""
+row. They run in the GPU suite (results/h200/suite.log.gz); on the CPU they skip, saying why."""
 
 import dataclasses
 

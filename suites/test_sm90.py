@@ -157,8 +157,8 @@ def test_layout_fp8_is_the_fast_precision_s_read_by_the_configs_that_ask(monkeyp
     mxfp4 = bmm1.prepare_weights(w, capability=(9, 0), precision="fast")
     runs = [(weights, config) for weights in (fp8, mxfp4) for _, config in _sm90.table("fast", weights.layout)]
     assert [c for _, c in runs] == [*(c for _, c in _sm90.FAST_FP8_CONFIGS), *(c for _, c in _sm90.FAST_CONFIGS)]
-    for weights, config in runs:
-        _launch(weights, [900, 700], config)
+    for weights, config in runs:  # one launch each (hot_at's two: test_hot_slices_launch_on_the_large_entry)
+        _launch(weights, [900, 700], replace(config, hot_at=0))
     for (_, words, kwargs), (weights, config) in zip(launches, runs, strict=True):
         if config.fp8_layout and weights is fp8:
             assert words.dtype == torch.float8_e4m3fn and torch.equal(words.view(torch.uint8), fp8.folded)
@@ -831,8 +831,9 @@ def test_hot_slices_launch_on_the_large_entry(recorded_launches, monkeypatch):
     with are refused by name."""
     ws_launches = _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, 7)  # words, schedule
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
-    m64 = _sm90.FAST_CONFIGS[1][1]
-    hot_at = replace(m64, hot_at=256)
+    hot_at = _sm90.FAST_CONFIGS[1][1]  # the fast tables' block_m 64 entry takes it
+    m64 = replace(hot_at, hot_at=0)
+    assert hot_at.hot_at == _sm90.HOT_AT == _sm90.WS_HALVES.block_m and _sm90.FAST_FP8_CONFIGS[1][1] == hot_at
     sizes = [900, 70, 0, 300]  # slices 0 and 3 hot; slice 1 one tile of its 70 rows (tail rows 16)
     slices = lambda schedule: {int(e) & 0xFFFF for e in schedule.tolist() if e >= 0}
     for n, layout, large, consumers in ((256, "mxfp4", 256, 2), (256, "fp8", 128, 2), (384, "fp8", 128, 3)):

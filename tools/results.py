@@ -4,7 +4,7 @@
     python tools/results.py --check    # exit 1 naming each page that differs from what its data renders (CI)
 
 Pages: results/h200/speed.md (baselines/nvidia-h200), accuracy.md (accuracy_*.json.gz), mutants.md (mutants/*.json),
-reliability.md (sanitize.log, suite.log), gate.md (gate/*.log, *.log.gz), fast.md (fast/).
+reliability.md (sanitize.log, suite.log.gz), gate.md (gate/*.log, *.log.gz), fast.md (fast/).
 """
 
 from __future__ import annotations
@@ -26,7 +26,16 @@ BASELINES = ROOT / "baselines" / "nvidia-h200" / "Linux-CPython-3.12-64bit"
 sys.path.insert(0, str(ROOT))
 
 from moe_gather import accuracy  # noqa: E402
-from moe_gather._sm90_config import FAST_CONFIGS, FP8_CHUNKS, FP8_WS3, HALVES_FROM, WS_HALVES, Sm90Config  # noqa: E402
+from moe_gather._sm90_config import (  # noqa: E402
+    FAST_CONFIGS,
+    FP8_CHUNKS,
+    FP8_WS3,
+    FP8_WS_FROM,
+    HALVES_FROM,
+    HOT_AT,
+    WS_HALVES,
+    Sm90Config,
+)
 from moe_gather.bench import summarize  # noqa: E402
 from moe_gather.benchmarking import baseline_folder_name  # noqa: E402
 from moe_gather.problem import DECODE_BATCHES, MODELS  # noqa: E402
@@ -137,7 +146,9 @@ def gate() -> str:
         "and of its "
         "packed words (`--precision fast`; `save_fast_one_half.log.gz`: the 42 cases of 193 rows per slice and more "
         "when the 256-token tile took a slice's last 65-128 rows on its first half alone, the same way; "
-        f"`save_fast_halves_from.log`: the case it took when it took over from {HALVES_FROM} rows), and a run "
+        f"`save_fast_halves_from.log`: the case it took when it took over from {HALVES_FROM} rows; "
+        f"`save_fast_hot.log.gz`, and `save_fast_fp8_hot.log.gz` in the fp8 layout: the block_m 64 entry's cases when "
+        f"it took its slices of more than {HOT_AT} rows to a second launch), and a run "
         "with a slower config forced "
         f"(`{slowed} ... --benchmark-compare`) that the gate fails. Time change: the measured median against the "
         "baseline's. How the gate decides: docs/gate.md. This page: `python tools/results.py`."
@@ -217,12 +228,12 @@ def _sanitize_table(*logs: Path) -> list[str]:
 
 
 def reliability() -> str:
-    closing = _closing(H200 / "suite.log")
+    closing = _closing(H200 / "suite.log.gz")
     return "\n".join([
         "# Reliability on the NVIDIA H200",
         "",
         f"The whole suite, both models, both parameter sets, ladder and decode batches: {closing} "
-        "(`suite.log`: `pytest suites/ --gpu hopper --model all --params all -n 6 --dist loadgroup "
+        "(`suite.log.gz`: `pytest suites/ --gpu hopper --model all --params all -n 6 --dist loadgroup "
         "--benchmark-disable`). Its reliability tests: guard zones around the output untouched, bitwise determinism "
         "over three runs, batch sizes off the ladder, one row per expert, NaN and Inf inputs through every table "
         "entry.",
@@ -440,6 +451,15 @@ NEWER_SAVES = {
         "saved when the table's large entry (WS_HALVES) took over from {from_} rows per slice rather than 193",
         "the {n} case it moved (by test id: `suites/test_benchmark.py::test_throughput[CASE]`)",
     ),
+    **{
+        f"0007_h200_fast{layout}": (
+            "saved when the table's block_m 64 entry took its slices of more than {hot} rows to a second launch on "
+            "the large entry, on a side stream (hot_at)",
+            f"the {{n}} cases of that entry, 25-{last} rows per slice (by test id: "
+            "`suites/test_benchmark.py::test_throughput[CASE]`)",
+        )
+        for layout, last in (("", HALVES_FROM - 1), ("_fp8", FP8_WS_FROM - 1))
+    },
     "0006_h200_fast_fp8": (
         "saved when that entry became the warp-specialized tile on three consumers (FP8_WS3)",
         "the {n} cases of the fp8 layout's block_m 128 entry, from 90 rows per slice (by test id: "
@@ -457,7 +477,7 @@ def _newer_saves(saves: dict[Path, list[dict]]) -> str:
             raise ValueError(f"{p}: NEWER_SAVES does not say why it was saved")
         why = NEWER_SAVES[p.stem]
         if isinstance(why, tuple):
-            why, which = why[0].format(from_=HALVES_FROM), why[1].format(n=len(benchmarks))
+            why, which = why[0].format(from_=HALVES_FROM, hot=HOT_AT), why[1].format(n=len(benchmarks))
         elif all("decode" in b["extra_info"]["case"] for b in benchmarks):
             which = "the decode cases (`-k decode`)"
         else:
@@ -579,14 +599,72 @@ def _halves_from() -> str:
     words = _gate_by_case("mxfp4")  # its cases' tokens
     rows = {r["case"]: math.ceil(_rows_per_slice(words[f"gpt-oss-120b-{r['case']}"])) for r in ab}
     cases = ", ".join(f"{r['case']} ({rows[r['case']]} rows) {r['new_us'] / r['base_us']:.2f}x" for r in ab)
+    ab_20b = _ab_rows("ab_20b_192.json")
+    twenty = " and ".join(f"{r['new_us'] / r['base_us']:.2f}x ({r['case']})" for r in ab_20b)
     return (
         f"The table takes it from {HALVES_FROM} rows: forced on the block_m 64 entry's upper range against the table "
         f"in one process, best of 3 rounds, outputs byte-identical, its time over the entry's: {cases} "
         "(`ab_halves_from.json`: `python tools/ab_commit.py .peers/base "
         f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast --new-force "
         f"{_force_fields(WS_HALVES, FAST_CONFIGS[-2][1])} --json ...`, .peers/base this "
-        "tree's moe_gather before the bound moved). The 256-token tile's sweep (`sweep_one_half_mid.json`):"
+        "tree's moe_gather before the bound moved). On gpt-oss-20b, whose batch of 1536 has 192 rows per slice in "
+        f"both routings, the block_m 64 entry forced takes {twenty} the 256-token tile's time (`ab_20b_192.json`: "
+        f"`... {','.join(r['case'] for r in ab_20b)} --model gpt-oss-20b --new-force "
+        f"{_force_fields(FAST_CONFIGS[-2][1], WS_HALVES)}`, .peers/base this tree's moe_gather). The 256-token "
+        "tile's sweep (`sweep_one_half_mid.json`):"
     )
+
+
+def _hot_cases(name: str, layout: str) -> tuple[str, list[float], list[float]]:
+    """An A/B file of hot_at against the table before it: each case with its rows per slice and its time ratio, and
+    the ratios of its skewed and its uniform cases."""
+    ab = _ab_rows(name)
+    gate = _gate_by_case(layout)
+    ratio = {r["case"]: r["new_us"] / r["base_us"] for r in ab}
+    text = ", ".join(
+        f"{case} ({math.ceil(_rows_per_slice(gate[f'gpt-oss-120b-{case}']))}) {value:.3f}x"
+        for case, value in sorted(ratio.items(), key=lambda item: item[1])
+    )
+    by = lambda routing: [v for case, v in ratio.items() if case.startswith(routing)]
+    return text, by("zipf"), by("uniform")
+
+
+def _hot() -> list[str]:
+    """The block_m 64 entry's hot slices on a side stream (hot_at): the A/Bs that set it, its tests."""
+    forced, forced_zipf, forced_uniform = _hot_cases("ab_hot_stream.json", "mxfp4")
+    table, table_zipf, table_uniform = _hot_cases("ab_hot_table.json", "mxfp4")
+    fp8, fp8_zipf, fp8_uniform = _hot_cases("ab_hot_table_fp8.json", "fp8")
+    at_185, _, _ = _hot_cases("ab_hot_185.json", "mxfp4")
+    zipf, uniform = forced_zipf + table_zipf, forced_uniform + table_uniform
+    span = lambda values: f"{min(values):.3f}x-{max(values):.3f}x"
+    ab = "`python tools/ab_commit.py .peers/base CASES --rounds 3 --precision fast"
+    return [
+        f"`hot_at={HOT_AT}` on the fast tables' block_m 64 entry: a call's slices of more than {HOT_AT} rows run on "
+        "the large entry of the weights' table (`WS_HALVES`; `FP8_WS3` on the fp8 layout's bytes) in a second launch "
+        "on a side stream, which the caller's stream waits on before the call returns; the other slices on the "
+        "entry's own tiles (docs/sm90.md). Its time over the table's before it took it, in one process, best of 3 "
+        f"rounds, outputs byte-identical, by case (rows per slice): on the packed words {span(zipf)} on the skewed "
+        f"routing and {span(uniform)} on the uniform one (the empty second launch); on the fp8 layout's bytes "
+        f"{span(fp8_zipf)} and {span(fp8_uniform)}.",
+        "",
+        f"- packed words, `ab_hot_stream.json` ({ab} --new-force hot_at={HOT_AT} --json ...`, before the table took "
+        f"it): {forced}",
+        f"- packed words, `ab_hot_table.json` ({ab} --json ...`, .peers/base this tree's moe_gather before the "
+        f"table took it): {table}",
+        f"- fp8 layout, `ab_hot_table_fp8.json` (the same with `--layout fp8`; its block_m 64 entry runs up to "
+        f"{FP8_WS_FROM - 1} rows): {fp8}",
+        f"- hot_at=185 instead (`ab_hot_185.json`, `--new-force hot_at=185`, before the table took it): {at_185}",
+        "",
+        "Its two launches one after the other on the caller's stream (`ab_hot.json`, that form's measurement, "
+        "docs/sm90-tried.md) took 0.87x-1.11x the table's time on skewed calls and 1.02x-1.04x on uniform ones. "
+        "Tests: the hot slices of every kind against the reference, and captured in a CUDA graph and called on a "
+        "stream of the caller's: "
+        f"{_closing(FAST / 'hot_edges_accurate.log')} at the accurate precision (`hot_edges_accurate.log`: `pytest "
+        "suites/test_kernel_edges.py --gpu hopper -k hot_slices`), "
+        f"{_closing(FAST / 'hot_edges_fp8.log')} on the fp8 layout (`hot_edges_fp8.log`: the same with "
+        "`--precision fast --layout fp8`); the packed words in the fast suite (`suite.log.gz`). compute-sanitizer on "
+        "zipf-bs3072 (both launches; `sanitize.log`, the fast table's cases).",
+    ]
 
 
 def _halves() -> list[str]:
@@ -1440,6 +1518,10 @@ def fast() -> str:
         "## 256-token items on the packed words: the large entry",
         "",
         *_halves(),
+        "",
+        "## Hot slices on a side stream: the block_m 64 entry's second launch",
+        "",
+        *_hot(),
         "",
         "## Decode: what bounds it",
         "",
