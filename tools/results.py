@@ -1567,7 +1567,7 @@ def fast() -> str:
         f"The whole suite at the fast precision, every case of both models and parameter sets (guard zones, "
         f"three-run determinism, the reference and the peer): packed words {closing}, fp8 layout "
         f"{_closing(FAST / 'suite_fp8.log.gz')} (`suite.log.gz`, `suite_fp8.log.gz`: `pytest suites/ --gpu hopper "
-        "--precision fast --layout L --model all --params all -n 8 -v` / `-q`, `--dist loadgroup "
+        "--precision fast --layout L --model all --params all -n 8 -q --dist loadgroup "
         "--benchmark-disable`; each ends with every case's agreement, the same in both layouts; the fp16-path tests "
         f"and weights outside the fold's window run the accurate kernel).{failed} compute-sanitizer on a case of each "
         "table entry "
