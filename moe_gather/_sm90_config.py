@@ -79,7 +79,8 @@ class Sm90Config:
     lag: int = 0
     # Skewed routing: slices of more than hot_at rows in a second launch on the large entry of the weights' table
     # (the accurate one's block_m 128; the fast one's WS_HALVES, FP8_WS3 on the fp8 layout's bytes), the rest on this
-    # config; where no slice passes it, that launch finds no work (0: one launch).
+    # config; where no slice passes it, that launch finds no work (0: one launch). The second launch runs first, on a
+    # side stream, beside this config's (the caller's stream waits on it before the call returns).
     hot_at: int = 0
 
     def __post_init__(self):
@@ -244,8 +245,10 @@ WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, per
 # The fast precision's table: one partial per K tile (its promotion is a quarter of the accurate path's); block_m 64
 # takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time there), the 256-token tile from
 # HALVES_FROM (at 192 rows it takes 0.90x block_m 64's time, at 162-185 0.98x-1.04x, at 113-142 1.07x-1.21x:
-# docs/sm90.md). Weights holding the fp8 layout's bytes take FAST_FP8_CONFIGS below, whose smaller tiles read the
-# packed words: they stream their weights, and twice the bytes cost more there than the fold.
+# docs/sm90.md); the block_m 64 entry's slices of more than HOT_AT rows run on it too, in a launch of their own (hot_at:
+# 0.82x-0.96x the time where skewed routing piles rows on a few experts, 1.00x-1.02x on uniform calls). Weights
+# holding the fp8 layout's bytes take FAST_FP8_CONFIGS below, whose smaller tiles read the packed words: they stream
+# their weights, and twice the bytes cost more there than the fold.
 HALVES_FROM = 186
 HOT_AT = 256  # the block_m 64 entry's slices of more than one 256-token item run on WS_HALVES (hot_at)
 FAST_CONFIGS = (
