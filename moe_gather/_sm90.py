@@ -1184,16 +1184,20 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             raise ValueError(f"weights: N = {w.n} must be a multiple of {hot.block_n} (hot_at's large entry)")
         cold, hot_schedule = ragged.bucket_schedules(config.hot_at, width, hot.block_m, extra)
         args = (x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out)
-        if not gather_indx.is_cuda:  # (the launches recorded on the CPU by the tests)
-            _run_schedules(*args, config, (cold,))
-            return _run_schedules(*args, hot, (hot_schedule,))
-        # the hot slices first, on a side stream, so that the cold tiles fill the multiprocessors its tail leaves
-        main, side = torch.cuda.current_stream(out.device), _side_stream(out.device)
-        side.wait_stream(main)
-        with torch.cuda.stream(side):
+        if not gather_indx.is_cuda:  # the launches the tests record on the CPU, in the order the GPU issues them
             _run_schedules(*args, hot, (hot_schedule,))
-        _run_schedules(*args, config, (cold,))
-        main.wait_stream(side)
+            return _run_schedules(*args, config, (cold,))
+        # The hot slices first, on a side stream, so that the cold tiles fill the multiprocessors its tail leaves;
+        # neither launch splits K (hot_at refuses k_splits, the large entries run none), so they share no counters.
+        main = torch.cuda.current_stream()  # the stream the launches take (Triton's: the current device's)
+        side = _side_stream(main)
+        side.wait_stream(main)
+        try:
+            with torch.cuda.stream(side):
+                _run_schedules(*args, hot, (hot_schedule,))
+            _run_schedules(*args, config, (cold,))
+        finally:  # joined even where a launch raises: nothing of the call is left unordered on the caller's stream
+            main.wait_stream(side)
         return out
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
@@ -1205,8 +1209,9 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
 
 
 @functools.cache
-def _side_stream(device) -> torch.cuda.Stream:
-    return torch.cuda.Stream(device)
+def _side_stream(main: torch.cuda.Stream) -> torch.cuda.Stream:
+    """hot_at's side stream for calls on `main` (one per caller's stream: callers on other streams stay apart)."""
+    return torch.cuda.Stream(main.device)
 
 
 def _run_schedules(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, schedules):

@@ -246,11 +246,11 @@ WS_HALVES = Sm90Config(256, 4, 8, narrow_last_tile=2, warp_specialized=True, per
 # takes over from 25 rows (block_m 32 on two warpgroups runs 1.02x-1.19x its time there), the 256-token tile from
 # HALVES_FROM (at 192 rows it takes 0.90x block_m 64's time, at 162-185 0.98x-1.04x, at 113-142 1.07x-1.21x:
 # docs/sm90.md); the block_m 64 entry's slices of more than HOT_AT rows run on it too, in a launch of their own (hot_at:
-# 0.82x-0.96x the time where skewed routing piles rows on a few experts, 1.00x-1.02x on uniform calls). Weights
+# 0.82x-0.96x the time on seven skewed calls, 0.98x-1.03x on seven others, 1.00x-1.02x on uniform ones). Weights
 # holding the fp8 layout's bytes take FAST_FP8_CONFIGS below, whose smaller tiles read the packed words: they stream
 # their weights, and twice the bytes cost more there than the fold.
 HALVES_FROM = 186
-HOT_AT = 256  # the block_m 64 entry's slices of more than one 256-token item run on WS_HALVES (hot_at)
+HOT_AT = 256  # the block_m 64 entry's slices of more than one WS_HALVES item run on the large entry (hot_at)
 FAST_CONFIGS = (
     (24, Sm90Config(32, 4, 4, maxnreg=80, parity_rings=True, narrow_last_tile=2, widest_first=True)),
     (HALVES_FROM - 1, Sm90Config(64, 4, 8, parity_rings=True, narrow_last_tile=2, tail_rows=16, hot_at=HOT_AT)),

@@ -51,7 +51,7 @@ Throughput gate (pytest-benchmark; without it the benchmark tests skip, saying s
     --benchmark-save NAME               save this run as a new baseline; refused when any test failed.
     --benchmark-plot PATH               write a PNG of throughput against batch size (needs matplotlib: the `plot`
                                         extra; its absence is a usage error before any test runs).
-    Benchmarks time CUDA-graph replays of one launch with a timer that synchronizes the device
+    Benchmarks time CUDA-graph replays of one call with a timer that synchronizes the device
     (moe_gather.benchmarking.cuda_timer) on the GPU tiers; the CPU tier leaves pytest-benchmark's timer and storage
     as they are. Under pytest-xdist pytest-benchmark disables itself: the benchmark tests then skip, saying so; run
     correctness in parallel (-n) and benchmarks in one process per GPU.

@@ -1,6 +1,6 @@
 """Throughput of the kernel per case, recorded by pytest-benchmark and gated against the stored baselines.
 
-Timing: CUDA-graph replays of one launch, ITERATIONS replays a round timed with a device-synchronizing timer
+Timing: CUDA-graph replays of one call, ITERATIONS replays a round timed with a device-synchronizing timer
 (moe_gather.benchmarking.cuda_timer), warm-up rounds over WARMUP_S, then rounds over WINDOW_S (at least MIN_ROUNDS):
 a sustained rate, since the H200 cycles its clock at its power limit (moe_gather.benchmarking); the gate reads the
 median, and measures a suspected regression again the same way. The peer is timed the same way. No L2 flush

@@ -719,7 +719,8 @@ def _launch(w, sizes, config):
 def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision, layout):
     """tools/sanitize.sh's cases (each drawn on its own model: a narrowed N draws another routing) give each tool a
     case on every config a call at the precision can run: each entry of its table, and each decode config; the fp8
-    layout's cases, each entry its table does not share with the packed words'."""
+    layout's cases, each entry its table does not share with the packed words'. An entry with hot_at gets calls with
+    a slice over it (both of its launches run)."""
     from moe_gather.problem import Case, local_shard, make_logits
     from moe_gather.routing import route
 
@@ -732,7 +733,11 @@ def test_sanitizer_cases_reach_every_entry_with_each_tool(cases, precision, layo
         logits = make_logits(routing, case.batch, model.num_experts, model.top_k, case.routing_seed)
         ragged = route(logits, model.top_k, model.num_shards, local_shard(model)).ragged
         weights = SimpleNamespace(f16=False, folded=True if layout == "fp8" else None, n=model.n)  # what runs_as reads
-        chosen.setdefault(tool, set()).add(_sm90.runs_as(_sm90.select_config(ragged, precision, layout), weights))
+        config = _sm90.select_config(ragged, precision, layout)
+        assert not config.hot_at or ragged.slice_sizes.max() > config.hot_at, (
+            f"{tool} {routing}-bs{batch}: no hot slice"
+        )
+        chosen.setdefault(tool, set()).add(_sm90.runs_as(config, weights))
     every = {c for _, c in _sm90.table(precision, layout)} | set(_sm90.decode_configs(precision))
     if layout == "fp8":
         every -= {c for _, c in _sm90.table(precision)} | set(_sm90.decode_configs(precision))
@@ -827,9 +832,11 @@ def test_warp_specialized_launch_plan(recorded_launches, monkeypatch):
 def test_hot_slices_launch_on_the_large_entry(recorded_launches, monkeypatch):
     """hot_at: the slices of more than hot_at rows in a second launch, on the large entry of the weights' table
     (WS_HALVES on the packed words; FP8_WS3 on the fp8 layout's bytes, two consumers where N is not a multiple of 192;
-    the accurate table's block_m 128), the others on the config's own tiles (tail rows kept); configs it does not go
-    with are refused by name."""
-    ws_launches = _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, 7)  # words, schedule
+    the accurate table's block_m 128), the others on the config's own tiles (tail rows kept), the hot launch first;
+    configs it does not go with are refused by name."""
+    launches = _record(
+        monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, 7, launches=recorded_launches
+    )  # words, schedule
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     hot_at = _sm90.FAST_CONFIGS[1][1]  # the fast tables' block_m 64 entry takes it
     m64 = replace(hot_at, hot_at=0)
@@ -839,15 +846,16 @@ def test_hot_slices_launch_on_the_large_entry(recorded_launches, monkeypatch):
     for n, layout, large, consumers in ((256, "mxfp4", 256, 2), (256, "fp8", 128, 2), (384, "fp8", 128, 3)):
         w = _sm90.prepare_weights(_random_weights(e=4, n=n, k=64), precision="fast", layout=layout)
         _launch(w, sizes, hot_at)
-        (_, cold, kwargs), (_, words, hot, ws_kwargs) = recorded_launches[-1], ws_launches[-1]
+        (_, words, hot, ws_kwargs), (_, cold, kwargs) = launches[-2:]
         assert slices(cold) == {1} and cold.tolist()[0] == 1 and kwargs["BLOCK_M"] == 64
         assert kwargs["TAIL_ROWS"] == 16 and not kwargs["BULK_W"]
         assert slices(hot) == {0, 3} and (ws_kwargs["BLOCK_M"], ws_kwargs["CONSUMERS"]) == (large, consumers)
         assert words.dtype == (torch.float8_e4m3fn if layout == "fp8" else torch.int32)
-    assert len(recorded_launches) == len(ws_launches) == 3
+    assert len(launches) == 6
+    assert all(t[-1][1].k_splits == 1 for t in _sm90.TABLES.values())  # the hot launch shares no K-split counters
     accurate = _sm90.prepare_weights(_random_weights(e=4, n=256, k=64), precision="accurate")
     _launch(accurate, sizes, replace(_sm90.CONFIGS[2][1], hot_at=256))
-    (_, cold, kwargs), (_, hot, hot_kwargs) = recorded_launches[-2:]
+    (_, hot, hot_kwargs), (_, cold, kwargs) = launches[-2:]
     assert slices(cold) == {1} and (kwargs["BLOCK_M"], kwargs["TAIL_ROWS"], kwargs["FAST"]) == (64, 16, False)
     assert slices(hot) == {0, 3} and (hot_kwargs["BLOCK_M"], hot_kwargs["TWO_PARTIALS"]) == (128, True)
     for config in (_sm90.WS_HALVES, _sm90.FAST_CONFIGS[0][1], replace(m64, tail_rows=0, k_splits=2),

@@ -455,7 +455,7 @@ NEWER_SAVES = {
         f"0007_h200_fast{layout}": (
             "saved when the table's block_m 64 entry took its slices of more than {hot} rows to a second launch on "
             "the large entry, on a side stream (hot_at)",
-            f"the {{n}} cases of that entry, 25-{last} rows per slice (by test id: "
+            f"the {{n}} cases of the block_m 64 entry, 25-{last} rows per slice (by test id: "
             "`suites/test_benchmark.py::test_throughput[CASE]`)",
         )
         for layout, last in (("", HALVES_FROM - 1), ("_fp8", FP8_WS_FROM - 1))
@@ -608,9 +608,10 @@ def _halves_from() -> str:
         f"{','.join(r['case'] for r in ab)} --rounds 3 --precision fast --new-force "
         f"{_force_fields(WS_HALVES, FAST_CONFIGS[-2][1])} --json ...`, .peers/base this "
         "tree's moe_gather before the bound moved). On gpt-oss-20b, whose batch of 1536 has 192 rows per slice in "
-        f"both routings, the block_m 64 entry forced takes {twenty} the 256-token tile's time (`ab_20b_192.json`: "
-        f"`... {','.join(r['case'] for r in ab_20b)} --model gpt-oss-20b --new-force "
-        f"{_force_fields(FAST_CONFIGS[-2][1], WS_HALVES)}`, .peers/base this tree's moe_gather). The 256-token "
+        f"both routings, the block_m 64 entry forced (without hot_at) takes {twenty} the 256-token tile's time "
+        f"(`ab_20b_192.json`: `... {','.join(r['case'] for r in ab_20b)} --model gpt-oss-20b --new-force "
+        f"{_force_fields(dataclasses.replace(FAST_CONFIGS[-2][1], hot_at=0), WS_HALVES)}`, .peers/base this tree's "
+        "moe_gather). The 256-token "
         "tile's sweep (`sweep_one_half_mid.json`):"
     )
 
@@ -635,6 +636,11 @@ def _hot() -> list[str]:
     table, table_zipf, table_uniform = _hot_cases("ab_hot_table.json", "mxfp4")
     fp8, fp8_zipf, fp8_uniform = _hot_cases("ab_hot_table_fp8.json", "fp8")
     at_185, _, _ = _hot_cases("ab_hot_185.json", "mxfp4")
+    serial = {
+        r["case"]: r["new_us"] / r["base_us"] for r in json.loads((FAST / "ab_hot.json").read_text())["hot_words"]
+    }
+    serial_zipf = [v for case, v in serial.items() if case.startswith("zipf")]
+    serial_uniform = [v for case, v in serial.items() if case.startswith("uniform")]
     zipf, uniform = forced_zipf + table_zipf, forced_uniform + table_uniform
     span = lambda values: f"{min(values):.3f}x-{max(values):.3f}x"
     ab = "`python tools/ab_commit.py .peers/base CASES --rounds 3 --precision fast"
@@ -655,14 +661,14 @@ def _hot() -> list[str]:
         f"{FP8_WS_FROM - 1} rows): {fp8}",
         f"- hot_at=185 instead (`ab_hot_185.json`, `--new-force hot_at=185`, before the table took it): {at_185}",
         "",
-        "Its two launches one after the other on the caller's stream (`ab_hot.json`, that form's measurement, "
-        "docs/sm90-tried.md) took 0.87x-1.11x the table's time on skewed calls and 1.02x-1.04x on uniform ones. "
-        "Tests: the hot slices of every kind against the reference, and captured in a CUDA graph and called on a "
-        "stream of the caller's: "
+        "In stream order (the form not kept: `ab_hot.json`, its `hot_words` rows, `--new-force hot_at=256` against "
+        f"the table then) the two launches took {span(serial_zipf)} the table's time on skewed calls and "
+        f"{span(serial_uniform)} on uniform ones (docs/sm90-tried.md). Tests: the hot slices of every kind against "
+        "the reference, and captured in a CUDA graph and called on a stream of the caller's: "
         f"{_closing(FAST / 'hot_edges_accurate.log')} at the accurate precision (`hot_edges_accurate.log`: `pytest "
         "suites/test_kernel_edges.py --gpu hopper -k hot_slices`), "
         f"{_closing(FAST / 'hot_edges_fp8.log')} on the fp8 layout (`hot_edges_fp8.log`: the same with "
-        "`--precision fast --layout fp8`); the packed words in the fast suite (`suite.log.gz`). compute-sanitizer on "
+        "`--precision fast --layout fp8`); the fast suites below run them in both layouts. compute-sanitizer on "
         "zipf-bs3072 (both launches; `sanitize.log`, the fast table's cases).",
     ]
 
