@@ -21,6 +21,7 @@ The host side lives beside this module: the weight layout in _sm90_layout, the c
 _sm90_config (both re-exported here); docs/sm90.md has the design.
 """
 
+import contextlib
 import functools
 
 import torch
@@ -1184,20 +1185,12 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
             raise ValueError(f"weights: N = {w.n} must be a multiple of {hot.block_n} (hot_at's large entry)")
         cold, hot_schedule = ragged.bucket_schedules(config.hot_at, width, hot.block_m, extra)
         args = (x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out)
-        if not gather_indx.is_cuda:  # the launches the tests record on the CPU, in the order the GPU issues them
-            _run_schedules(*args, hot, (hot_schedule,))
-            return _run_schedules(*args, config, (cold,))
         # The hot slices first, on a side stream, so that the cold tiles fill the multiprocessors its tail leaves;
         # neither launch splits K (hot_at refuses k_splits, the large entries run none), so they share no counters.
-        main = torch.cuda.current_stream()  # the stream the launches take (Triton's: the current device's)
-        side = _side_stream(main)
-        side.wait_stream(main)
-        try:
-            with torch.cuda.stream(side):
+        with _side_by_side(gather_indx.is_cuda) as beside:
+            with beside():
                 _run_schedules(*args, hot, (hot_schedule,))
             _run_schedules(*args, config, (cold,))
-        finally:  # joined even where a launch raises: nothing of the call is left unordered on the caller's stream
-            main.wait_stream(side)
         return out
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
@@ -1208,7 +1201,24 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     return _run_schedules(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, schedules)
 
 
-@functools.cache
+@contextlib.contextmanager
+def _side_by_side(on_gpu: bool):
+    """Yields `beside`, whose block runs on a side stream that waits on the caller's stream (Triton's: the current
+    device's); on exit, also where a launch raises, the caller's stream waits on it. Off the GPU (the launches the
+    tests record) the blocks run in order."""
+    if not on_gpu:
+        yield contextlib.nullcontext
+        return
+    main = torch.cuda.current_stream()
+    side = _side_stream(main)
+    side.wait_stream(main)
+    try:
+        yield lambda: torch.cuda.stream(side)
+    finally:
+        main.wait_stream(side)
+
+
+@functools.lru_cache(maxsize=64)
 def _side_stream(main: torch.cuda.Stream) -> torch.cuda.Stream:
     """hot_at's side stream for calls on `main` (one per caller's stream: callers on other streams stay apart)."""
     return torch.cuda.Stream(main.device)

@@ -465,7 +465,8 @@ def test_hot_slices_of_several_large_tiles(params, sm90, weights):
 def test_hot_slices_in_a_graph_and_on_a_callers_stream(params, sm90, weights):
     """hot_at's hot launch runs on a side stream that the caller's stream waits on before the call returns: captured
     in a CUDA graph (the two launches its branches), each replay rewrites a poisoned output to match the reference,
-    and an eager call on a stream of the caller's is read right after on that stream."""
+    and an eager call on a stream of the caller's, both streams kept busy before it, is read right after on that
+    stream."""
     problem = _sized_problem(params, HOT_SIZES)
     bmm1.run_problem(problem, weights, config=HOT_PLAN)  # compiled (and its schedules made) before the capture
     expected = reference_for(problem).out
@@ -480,9 +481,14 @@ def test_hot_slices_in_a_graph_and_on_a_callers_stream(params, sm90, weights):
         torch.cuda.synchronize()
         check_against(expected, out, tolerance, f"replay {replay}")
     stream = torch.cuda.Stream()
+    assert _sm90._side_stream(stream) is not _sm90._side_stream(torch.cuda.current_stream())  # one per caller's stream
     stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(_sm90._side_stream(stream)):
+        torch.cuda._sleep(10**7)  # the side stream busy: a read not ordered after the hot launch sees the poison
     with torch.cuda.stream(stream):
-        read = bmm1.run_problem(problem, weights, poisoned_output(problem), config=HOT_PLAN).view(torch.uint8).clone()
+        torch.cuda._sleep(10**7)  # the caller's stream busy: a hot launch not ordered after the poison is overwritten
+        out = poisoned_output(problem)
+        read = bmm1.run_problem(problem, weights, out, config=HOT_PLAN).view(torch.uint8).clone()
     stream.synchronize()
     check_against(expected, read.view(torch.float8_e4m3fn), tolerance, "on the caller's stream")
 
