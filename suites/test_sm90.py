@@ -834,9 +834,8 @@ def test_hot_slices_launch_on_the_large_entry(recorded_launches, monkeypatch):
     (WS_HALVES on the packed words; FP8_WS3 on the fp8 layout's bytes, two consumers where N is not a multiple of 192;
     the accurate table's block_m 128), the others on the config's own tiles (tail rows kept), the hot launch first;
     configs it does not go with are refused by name."""
-    launches = _record(
-        monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, 7, launches=recorded_launches
-    )  # words, schedule
+    # the warp-specialized kernel's launches (words, schedule) into the same list, in call order
+    launches = _record(monkeypatch, _sm90_ws, "bmm1_sm90_ws_kernel", 1, 7, launches=recorded_launches)
     monkeypatch.setattr(_sm90, "_multiprocessors", lambda device: 5)
     hot_at = _sm90.FAST_CONFIGS[1][1]  # the fast tables' block_m 64 entry takes it
     m64 = replace(hot_at, hot_at=0)
