@@ -1188,7 +1188,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
         # The hot slices first, on a side stream, so that the cold tiles fill the multiprocessors its tail leaves;
         # neither launch splits K (hot_at refuses k_splits, the large entries run none), so they share no counters.
         with _side_by_side(gather_indx.is_cuda) as beside:
-            with beside():
+            with beside:
                 _run_schedules(*args, hot, (hot_schedule,))
             _run_schedules(*args, config, (cold,))
         return out
@@ -1203,17 +1203,17 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
 
 @contextlib.contextmanager
 def _side_by_side(on_gpu: bool):
-    """Yields `beside`, whose block runs on a side stream that waits on the caller's stream (Triton's: the current
+    """Yields a context whose block runs on a side stream that waits on the caller's stream (Triton's: the current
     device's); on exit, also where a launch raises, the caller's stream waits on it. Off the GPU (the launches the
     tests record) the blocks run in order."""
     if not on_gpu:
-        yield contextlib.nullcontext
+        yield contextlib.nullcontext()
         return
     main = torch.cuda.current_stream()
     side = _side_stream(main)
     side.wait_stream(main)
     try:
-        yield lambda: torch.cuda.stream(side)
+        yield torch.cuda.stream(side)
     finally:
         main.wait_stream(side)
 

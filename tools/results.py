@@ -585,9 +585,11 @@ def _over_ends(runs: list[dict], i: int) -> float:
     return runs[i]["us"] * 2 / (runs[0]["us"] + runs[-1]["us"])
 
 
-def _ab_rows(name: str) -> list[dict]:
-    """A tools/ab_commit.py --json file's rows, refused unless both sides had the same inputs and equal outputs."""
+def _ab_rows(name: str, key: str | None = None) -> list[dict]:
+    """A tools/ab_commit.py --json file's rows (those under `key` in a file of several runs), refused unless both
+    sides had the same inputs and equal outputs."""
     ab = json.loads((FAST / name).read_text())
+    ab = ab[key] if key else ab
     if not all(r["identical"] and r["same_inputs"] for r in ab):
         raise SystemExit(f"{name}: the two sides' outputs differ")
     return ab
@@ -616,18 +618,21 @@ def _halves_from() -> str:
     )
 
 
+def _by_routing(ratio: dict[str, float]) -> tuple[list[float], list[float]]:
+    """Per-case ratios split into the skewed (zipf) and the uniform cases'."""
+    return tuple([v for case, v in ratio.items() if case.startswith(routing)] for routing in ("zipf", "uniform"))
+
+
 def _hot_cases(name: str, layout: str) -> tuple[str, list[float], list[float]]:
     """An A/B file of hot_at against the table before it: each case with its rows per slice and its time ratio, and
     the ratios of its skewed and its uniform cases."""
-    ab = _ab_rows(name)
     gate = _gate_by_case(layout)
-    ratio = {r["case"]: r["new_us"] / r["base_us"] for r in ab}
+    ratio = {r["case"]: r["new_us"] / r["base_us"] for r in _ab_rows(name)}
     text = ", ".join(
         f"{case} ({math.ceil(_rows_per_slice(gate[f'gpt-oss-120b-{case}']))}) {value:.3f}x"
         for case, value in sorted(ratio.items(), key=lambda item: item[1])
     )
-    by = lambda routing: [v for case, v in ratio.items() if case.startswith(routing)]
-    return text, by("zipf"), by("uniform")
+    return text, *_by_routing(ratio)
 
 
 def _hot() -> list[str]:
@@ -636,11 +641,9 @@ def _hot() -> list[str]:
     table, table_zipf, table_uniform = _hot_cases("ab_hot_table.json", "mxfp4")
     fp8, fp8_zipf, fp8_uniform = _hot_cases("ab_hot_table_fp8.json", "fp8")
     at_185, _, _ = _hot_cases("ab_hot_185.json", "mxfp4")
-    serial = {
-        r["case"]: r["new_us"] / r["base_us"] for r in json.loads((FAST / "ab_hot.json").read_text())["hot_words"]
-    }
-    serial_zipf = [v for case, v in serial.items() if case.startswith("zipf")]
-    serial_uniform = [v for case, v in serial.items() if case.startswith("uniform")]
+    serial_zipf, serial_uniform = _by_routing(
+        {r["case"]: r["new_us"] / r["base_us"] for r in _ab_rows("ab_hot.json", "hot_words")}
+    )
     zipf, uniform = forced_zipf + table_zipf, forced_uniform + table_uniform
     span = lambda values: f"{min(values):.3f}x-{max(values):.3f}x"
     ab = "`python tools/ab_commit.py .peers/base CASES --rounds 3 --precision fast"
