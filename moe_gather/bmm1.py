@@ -252,8 +252,9 @@ def moe_bmm1(
     Contract, checked only with MOE_GATHER_DEBUG=1 (the checks read device memory: a sync, and no CUDA graph
     capture): x_scale and out_scale finite and positive, gather_indx values in [0, batch), ragged.slice_sizes
     summing to the tokens. NaN and Inf in x or bias behave as the golden reference states (NaN propagates; see
-    moe_gather.reference). Calls that share one `ragged` run in stream order: on Hopper a call of at most 4 rows
-    splits its K tiles between programs, which count in on counters the metadata keeps.
+    moe_gather.reference). The call runs on x's device, on its current stream. Calls that share one `ragged` run in
+    stream order: on Hopper a call of at most 4 rows splits its K tiles between programs, which count in on counters
+    the metadata keeps.
     """
     tokens, half_n, kernel = check_arguments(
         x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, precision
@@ -263,7 +264,11 @@ def moe_bmm1(
         out = torch.empty((tokens, half_n), dtype=torch.float8_e4m3fn, device=x.device)
     if tokens == 0:
         return out
-    return kernel.launch(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
+    args = (x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
+    if x.device.index != torch.cuda.current_device():  # Triton launches on the current device's stream
+        with torch.cuda.device(x.device):
+            return kernel.launch(*args)
+    return kernel.launch(*args)
 
 
 def run_problem(problem, weights, out: torch.Tensor | None = None, config=None) -> torch.Tensor:

@@ -493,6 +493,22 @@ def test_hot_slices_in_a_graph_and_on_a_callers_stream(params, sm90, weights):
     check_against(expected, read.view(torch.float8_e4m3fn), tolerance, "on the caller's stream")
 
 
+def test_a_call_on_a_device_other_than_the_current_one(gpu, precision):
+    """Triton launches on the current device's stream: a call whose tensors are on another GPU runs there, on that
+    device's current stream, and matches the reference."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs two GPUs, this machine has {torch.cuda.device_count()}")
+    if not bmm1.has_kernel(torch.cuda.get_device_capability(1)):
+        pytest.skip(f"NYI: no kernel for {torch.cuda.get_device_name(1)} (cuda:1)")
+    params = make_expert_params(MODEL, "cuda:1")
+    problem = make_problem(Case(MODEL, "zipf", 256), "cuda:1", params)
+    weights = bmm1.prepare_weights(params.weights, precision=precision)
+    assert torch.cuda.current_device() == 0
+    out = bmm1.run_problem(problem, weights)
+    torch.cuda.synchronize(1)
+    check_against(reference_for(problem).out, out, kernel_tolerance(weights.precision, "seed"), "on cuda:1")
+
+
 # Slices whose last tile at block_m 256 takes a quarter (64 rows or fewer), a half (65-128) or both halves (129-256,
 # the second partly empty), and slices of more than one such tile.
 HALVES_SIZES = [1, 64, 65, 128, 129, 200, 255, 256, 257, 300, 384, 513, 0, 0, 0, 600]

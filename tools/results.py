@@ -623,11 +623,11 @@ def _by_routing(ratio: dict[str, float]) -> tuple[list[float], list[float]]:
     return tuple([v for case, v in ratio.items() if case.startswith(routing)] for routing in ("zipf", "uniform"))
 
 
-def _hot_cases(name: str, layout: str) -> tuple[str, list[float], list[float]]:
-    """An A/B file of hot_at against the table before it: each case with its rows per slice and its time ratio, and
-    the ratios of its skewed and its uniform cases."""
+def _hot_cases(name: str, layout: str, key: str | None = None) -> tuple[str, list[float], list[float]]:
+    """An A/B file (its run under `key`) of a hot_at form against the table: each case with its rows per slice and
+    its time ratio, and the ratios of its skewed and its uniform cases."""
     gate = _gate_by_case(layout)
-    ratio = {r["case"]: r["new_us"] / r["base_us"] for r in _ab_rows(name)}
+    ratio = {r["case"]: r["new_us"] / r["base_us"] for r in _ab_rows(name, key)}
     text = ", ".join(
         f"{case} ({math.ceil(_rows_per_slice(gate[f'gpt-oss-120b-{case}']))}) {value:.3f}x"
         for case, value in sorted(ratio.items(), key=lambda item: item[1])
@@ -641,6 +641,7 @@ def _hot() -> list[str]:
     table, table_zipf, table_uniform = _hot_cases("ab_hot_table.json", "mxfp4")
     fp8, fp8_zipf, fp8_uniform = _hot_cases("ab_hot_table_fp8.json", "fp8")
     at_185, _, _ = _hot_cases("ab_hot_185.json", "mxfp4")
+    forms = {key: _hot_cases("ab_hot_forms.json", "mxfp4", key)[0] for key in HOT_FORMS}
     serial_zipf, serial_uniform = _by_routing(
         {r["case"]: r["new_us"] / r["base_us"] for r in _ab_rows("ab_hot.json", "hot_words")}
     )
@@ -664,16 +665,42 @@ def _hot() -> list[str]:
         f"{FP8_WS_FROM - 1} rows): {fp8}",
         f"- hot_at=185 instead (`ab_hot_185.json`, `--new-force hot_at=185`, before the table took it): {at_185}",
         "",
+        "Forms the tables do not take, against the table in one process (`ab_hot_forms.json`, a run a key; "
+        f"{ab} ...`, .peers/base this tree's moe_gather; best of 3 rounds, outputs byte-identical; "
+        "docs/sm90-tried.md):",
+        "",
+        *(f"- `{key}`, {what}: {forms[key]}" for key, what in HOT_FORMS.items()),
+        "",
         "In stream order (the form not kept: `ab_hot.json`, its `hot_words` rows, `--new-force hot_at=256` against "
         f"the table then) the two launches took {span(serial_zipf)} the table's time on skewed calls and "
         f"{span(serial_uniform)} on uniform ones (docs/sm90-tried.md). Tests: the hot slices of every kind against "
-        "the reference, and captured in a CUDA graph and called on a stream of the caller's: "
+        "the reference, and captured in a CUDA graph and called on a stream of the caller's, both streams kept busy "
+        "before the call; with them a call on a GPU other than the current one, which needs two: "
         f"{_closing(FAST / 'hot_edges_accurate.log')} at the accurate precision (`hot_edges_accurate.log`: `pytest "
-        "suites/test_kernel_edges.py --gpu hopper -k hot_slices`), "
-        f"{_closing(FAST / 'hot_edges_fp8.log')} on the fp8 layout (`hot_edges_fp8.log`: the same with "
-        "`--precision fast --layout fp8`); the fast suites below run them in both layouts. compute-sanitizer on "
-        "zipf-bs3072 (both launches; `sanitize.log`, the fast table's cases).",
+        "suites/test_kernel_edges.py --gpu hopper -k 'hot_slices or other_than_the_current' -rs -v`), "
+        f"{_closing(FAST / 'hot_edges_fast.log')} at the fast precision (`hot_edges_fast.log`: `--precision fast`), "
+        f"{_closing(FAST / 'hot_edges_fp8.log')} on the fp8 layout (`hot_edges_fp8.log`: `--precision fast --layout "
+        "fp8`). compute-sanitizer on zipf-bs3072 (both launches; `sanitize.log`, the fast table's cases) and, on the "
+        "fp8 layout's bytes, zipf-bs10240 and zipf-bs9216 at N 384 (`fp8_sanitize.log`).",
     ]
+
+
+HOT_FORMS = {  # ab_hot_forms.json's runs: what each forced on the table's choice
+    "hot128_words": "hot_at=128 on the packed words, on the cases where it moves slices (`--new-force hot_at=128`)",
+    "hot128_fp8": "hot_at=128 on the fp8 layout (`--layout fp8 --new-force hot_at=128`)",
+    "fp8_m64_hot": (
+        "the fp8 layout's block_m 64 entry with hot_at=256 where its table runs `FP8_WS3`, 90-185 rows per slice "
+        "(`--layout fp8 --new-force block_m=64,num_warps=8,parity_rings=1,tail_rows=16,warp_specialized=0,"
+        "persistent=0,fp8_layout=0,bulk_weights=0,hot_at=256`)"
+    ),
+    "accurate_stream": "the accurate table with hot_at=256 (`--precision accurate --new-force hot_at=256`)",
+    "first_hot64": (
+        "the first entry (up to 24 rows per slice) with hot_at=64, widest_first off, which hot_at refuses "
+        "(`--new-force widest_first=0,hot_at=64`)"
+    ),
+    "first_hot128": "the same with hot_at=128",
+    "first_widest_off": "the first entry with widest_first off alone (`--new-force widest_first=0,hot_at=0`)",
+}
 
 
 def _halves() -> list[str]:
