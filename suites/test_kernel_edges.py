@@ -59,9 +59,9 @@ def sm90(gpu):
 
 
 @pytest.fixture(scope="module")
-def weights(params, precision):
-    """The module's weights at --precision."""
-    return bmm1.prepare_weights(params.weights, precision=precision)
+def weights(params, precision, layout):
+    """The module's weights at --precision, in --layout."""
+    return bmm1.prepare_weights(params.weights, precision=precision, layout=layout)
 
 
 def pytest_generate_tests(metafunc):
@@ -493,18 +493,21 @@ def test_hot_slices_in_a_graph_and_on_a_callers_stream(params, sm90, weights):
     check_against(expected, read.view(torch.float8_e4m3fn), tolerance, "on the caller's stream")
 
 
-def test_a_call_on_a_device_other_than_the_current_one(gpu, precision):
+def test_a_call_on_a_device_other_than_the_current_one(gpu, precision, layout):
     """Triton launches on the current device's stream: a call whose tensors are on another GPU runs there, on that
-    device's current stream, and matches the reference."""
+    device's current stream (on Hopper with hot_at's side stream: a slice of 2550 rows), and matches the reference.
+    Needs two GPUs in the process (one per xdist worker skips it)."""
     if torch.cuda.device_count() < 2:
-        pytest.skip(f"needs two GPUs, this machine has {torch.cuda.device_count()}")
-    if not bmm1.has_kernel(torch.cuda.get_device_capability(1)):
+        pytest.skip(f"needs two GPUs, this process sees {torch.cuda.device_count()}")
+    capability = torch.cuda.get_device_capability(1)
+    if not bmm1.has_kernel(capability):
         pytest.skip(f"NYI: no kernel for {torch.cuda.get_device_name(1)} (cuda:1)")
     params = make_expert_params(MODEL, "cuda:1")
-    problem = make_problem(Case(MODEL, "zipf", 256), "cuda:1", params)
-    weights = bmm1.prepare_weights(params.weights, precision=precision)
+    problem = make_problem(Case(MODEL, "zipf", 3072), "cuda:1", params)
+    weights = bmm1.prepare_weights(params.weights, precision=precision, layout=layout)
+    config = HOT_PLAN if capability[0] == 9 else None
     assert torch.cuda.current_device() == 0
-    out = bmm1.run_problem(problem, weights)
+    out = bmm1.run_problem(problem, weights, config=config)
     torch.cuda.synchronize(1)
     check_against(reference_for(problem).out, out, kernel_tolerance(weights.precision, "seed"), "on cuda:1")
 

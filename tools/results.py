@@ -648,6 +648,7 @@ def _hot() -> list[str]:
     zipf, uniform = forced_zipf + table_zipf, forced_uniform + table_uniform
     span = lambda values: f"{min(values):.3f}x-{max(values):.3f}x"
     ab = "`python tools/ab_commit.py .peers/base CASES --rounds 3 --precision fast"
+    forms_ab = "`python tools/ab_commit.py .peers/base CASES --rounds 3 --precision P"
     return [
         f"`hot_at={HOT_AT}` on the fast tables' block_m 64 entry: a call's slices of more than {HOT_AT} rows run on "
         "the large entry of the weights' table (`WS_HALVES`; `FP8_WS3` on the fp8 layout's bytes) in a second launch "
@@ -666,8 +667,8 @@ def _hot() -> list[str]:
         f"- hot_at=185 instead (`ab_hot_185.json`, `--new-force hot_at=185`, before the table took it): {at_185}",
         "",
         "Forms the tables do not take, against the table in one process (`ab_hot_forms.json`, a run a key; "
-        f"{ab} ...`, .peers/base this tree's moe_gather; best of 3 rounds, outputs byte-identical; "
-        "docs/sm90-tried.md):",
+        f"{forms_ab} ...`, P fast unless named, .peers/base this tree's moe_gather; best of 3 rounds, outputs "
+        "byte-identical; docs/sm90-tried.md):",
         "",
         *(f"- `{key}`, {what}: {forms[key]}" for key, what in HOT_FORMS.items()),
         "",
@@ -679,9 +680,10 @@ def _hot() -> list[str]:
         f"{_closing(FAST / 'hot_edges_accurate.log')} at the accurate precision (`hot_edges_accurate.log`: `pytest "
         "suites/test_kernel_edges.py --gpu hopper -k 'hot_slices or other_than_the_current' -rs -v`), "
         f"{_closing(FAST / 'hot_edges_fast.log')} at the fast precision (`hot_edges_fast.log`: `--precision fast`), "
-        f"{_closing(FAST / 'hot_edges_fp8.log')} on the fp8 layout (`hot_edges_fp8.log`: `--precision fast --layout "
-        "fp8`). compute-sanitizer on zipf-bs3072 (both launches; `sanitize.log`, the fast table's cases) and, on the "
-        "fp8 layout's bytes, zipf-bs10240 and zipf-bs9216 at N 384 (`fp8_sanitize.log`).",
+        f"and on the fp8 layout's weights with the rest of the module, {_closing(FAST / 'edges_fp8.log.gz')} "
+        "(`edges_fp8.log.gz`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast --layout fp8 -n 8 "
+        "--dist loadgroup -q -rs`). compute-sanitizer on zipf-bs3072 (both launches; `sanitize.log`, the fast "
+        "table's cases) and, on the fp8 layout's bytes, zipf-bs10240 and zipf-bs9216 at N 384 (`fp8_sanitize.log`).",
     ]
 
 
@@ -695,8 +697,9 @@ HOT_FORMS = {  # ab_hot_forms.json's runs: what each forced on the table's choic
     ),
     "accurate_stream": "the accurate table with hot_at=256 (`--precision accurate --new-force hot_at=256`)",
     "first_hot64": (
-        "the first entry (up to 24 rows per slice) with hot_at=64, widest_first off, which hot_at refuses "
-        "(`--new-force widest_first=0,hot_at=64`)"
+        "the first entry (up to 24 rows per slice) with hot_at=64 and widest_first off (hot_at refuses widest_first; "
+        "`--new-force widest_first=0,hot_at=64`; uniform-bs256 and -bs768 hold no slice over 64 rows: an empty second "
+        "launch)"
     ),
     "first_hot128": "the same with hot_at=128",
     "first_widest_off": "the first entry with widest_first off alone (`--new-force widest_first=0,hot_at=0`)",
@@ -1519,7 +1522,8 @@ def fast() -> str:
         "`compare_fast_fp8.log.gz`, on the gate page, checks every gate case of the "
         "fp8 layout against the reference. The k_splits K tests at the accurate precision: `k_splits_k_accurate.log`, "
         f"{_closing(FAST / 'k_splits_k_accurate.log')}.) compute-sanitizer on the block_m 128 entry reading the fp8 "
-        "layout (`FP8_WS3`; `fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh`, the cases of "
+        "layout (`FP8_WS3`), and on the block_m 64 entry's calls with a slice over hot_at (`FP8_WS3` its second "
+        "launch; `fp8_sanitize.log`: `PRECISION=fast LAYOUT=fp8 bash tools/sanitize.sh`, the cases of "
         "tools/sanitize_cases_fast_fp8.txt, racecheck's report read whole by `tools/racecheck_report.py`):"
         f"{_not_run(FAST / 'fp8_sanitize.log', 'sanitize_cases_fast_fp8.txt')}",
         "",
