@@ -11,6 +11,7 @@ one raises ValueError naming it. The kernel writes only `out`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -264,11 +265,10 @@ def moe_bmm1(
         out = torch.empty((tokens, half_n), dtype=torch.float8_e4m3fn, device=x.device)
     if tokens == 0:
         return out
-    args = (x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
-    if x.device.index != torch.cuda.current_device():  # Triton launches on the current device's stream
-        with torch.cuda.device(x.device):
-            return kernel.launch(*args)
-    return kernel.launch(*args)
+    # Triton launches on the current device's stream: x's device made current where it is not
+    elsewhere = x.device.index != torch.cuda.current_device()
+    with torch.cuda.device(x.device) if elsewhere else contextlib.nullcontext():
+        return kernel.launch(x, weights, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config)
 
 
 def run_problem(problem, weights, out: torch.Tensor | None = None, config=None) -> torch.Tensor:

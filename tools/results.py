@@ -623,11 +623,16 @@ def _by_routing(ratio: dict[str, float]) -> tuple[list[float], list[float]]:
     return tuple([v for case, v in ratio.items() if case.startswith(routing)] for routing in ("zipf", "uniform"))
 
 
+def _ab_ratios(name: str, key: str | None = None) -> dict[str, float]:
+    """An A/B file's (its run under `key`) time ratio by case: the new side's time over the base's."""
+    return {r["case"]: r["new_us"] / r["base_us"] for r in _ab_rows(name, key)}
+
+
 def _hot_cases(name: str, layout: str, key: str | None = None) -> tuple[str, list[float], list[float]]:
     """An A/B file (its run under `key`) of a hot_at form against the table: each case with its rows per slice and
     its time ratio, and the ratios of its skewed and its uniform cases."""
     gate = _gate_by_case(layout)
-    ratio = {r["case"]: r["new_us"] / r["base_us"] for r in _ab_rows(name, key)}
+    ratio = _ab_ratios(name, key)
     text = ", ".join(
         f"{case} ({math.ceil(_rows_per_slice(gate[f'gpt-oss-120b-{case}']))}) {value:.3f}x"
         for case, value in sorted(ratio.items(), key=lambda item: item[1])
@@ -642,9 +647,7 @@ def _hot() -> list[str]:
     fp8, fp8_zipf, fp8_uniform = _hot_cases("ab_hot_table_fp8.json", "fp8")
     at_185, _, _ = _hot_cases("ab_hot_185.json", "mxfp4")
     forms = {key: _hot_cases("ab_hot_forms.json", "mxfp4", key)[0] for key in HOT_FORMS}
-    serial_zipf, serial_uniform = _by_routing(
-        {r["case"]: r["new_us"] / r["base_us"] for r in _ab_rows("ab_hot.json", "hot_words")}
-    )
+    serial_zipf, serial_uniform = _by_routing(_ab_ratios("ab_hot.json", "hot_words"))
     zipf, uniform = forced_zipf + table_zipf, forced_uniform + table_uniform
     span = lambda values: f"{min(values):.3f}x-{max(values):.3f}x"
     ab = "`python tools/ab_commit.py .peers/base CASES --rounds 3 --precision fast"
