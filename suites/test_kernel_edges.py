@@ -39,7 +39,7 @@ from moe_gather.problem import (
 )
 from moe_gather.pytest_plugin import chosen_precision
 from moe_gather.reference import TOLERANCES, check_against, kernel_tolerance
-from moe_gather.routing import route
+from moe_gather.routing import SCHEDULE_UNUSED, route
 
 pytestmark = pytest.mark.gpu
 MODEL = MODELS["gpt-oss-120b"]
@@ -460,6 +460,22 @@ def test_hot_slices_of_several_large_tiles(params, sm90, weights):
     problem = _sized_problem(params, HOT_SIZES)
     assert problem.routing.ragged.slice_sizes.tolist() == HOT_SIZES
     _check(problem, weights, f"hot slices, {HOT_PLAN}", config=HOT_PLAN)
+
+
+# Slices all within HOT_PLAN's 96 rows, enough rows in all for a hot slice: its second launch runs on an empty schedule.
+COLD_SIZES = [96, 80, 65, 64, 1, 0, 33, 7, 2, 95, 17, 40, 96, 0, 9, 64]
+
+
+def test_hot_at_on_a_call_without_a_hot_slice(params, sm90, weights):
+    """The host cannot see the slices' sizes, so hot_at's second launch runs on a call without a hot slice and finds
+    its schedule empty (its programs return at once): the cold launch's output against the reference, nothing
+    written by the empty one."""
+    problem = _sized_problem(params, COLD_SIZES)
+    ragged = problem.routing.ragged
+    hot = _sm90.runs_as(_sm90.table(weights.precision, weights.layout)[-1][1], weights)
+    _, hot_schedule = ragged.bucket_schedules(HOT_PLAN.hot_at, HOT_PLAN.block_m, hot.block_m, HOT_PLAN.tail_rows)
+    assert hot_schedule.numel() and (hot_schedule == SCHEDULE_UNUSED).all()  # launched, and empty
+    _check(problem, weights, f"no hot slice, {HOT_PLAN}", config=HOT_PLAN, out=poisoned_output(problem))
 
 
 def test_hot_slices_in_a_graph_and_on_a_callers_stream(params, sm90, weights):
