@@ -10,10 +10,11 @@ without its history can run it.)
 The base package is imported from that folder as `base_moe_gather`. Each side builds its own weights and problems
 from the same seeds (the inputs are checked equal), runs its own table's config, is checked against this tree's
 golden reference (bitwise-equal fraction, worst ulp) and timed sustained (CUDA-graph replays, the median round over a
-second after a warm-up: moe_gather.benchmarking.sustained_seconds), the sides alternating, the best of `--rounds`
+second after a warm-up: moe_gather.benchmarking.sustained_seconds), each side first in turn, the best of `--rounds`
 rounds each; `--new-force` overrides fields of this tree's table choices only (as MOE_GATHER_SM90_FORCE would). One
 line per case: both times, the ratio (>1: this tree faster), both agreements, and whether the two sides' outputs are
-bit-identical.
+bit-identical. Against a copy of its own package this tree's side measures about 1% slower (results/h200/fast.md,
+"The A/B tool against itself"): a ratio within that of 1 is no difference.
 """
 
 import argparse
@@ -87,8 +88,8 @@ def main():
         agree = {side: compare_fp8(ref, out) for side, out in outs.items()}
         replays = {side: graphed(run) for side, (run, _) in runs.items()}
         times = {}
-        for _ in range(args.rounds):
-            for side in ("base", "new"):
+        for r in range(args.rounds):
+            for side in ("base", "new") if r % 2 == 0 else ("new", "base"):  # each side first in turn
                 us = sustained_seconds(replays[side]) * 1e6
                 times[side] = min(us, times.get(side, us))
         identical = torch.equal(outs["new"].view(torch.uint8), outs["base"].view(torch.uint8))
