@@ -467,11 +467,12 @@ COLD_SIZES = [96, 80, 65, 64, 1, 0, 33, 7, 2, 95, 17, 40, 96, 0, 9, 64]
 
 
 def test_hot_at_on_a_call_without_a_hot_slice(params, sm90, weights):
-    """The host cannot see the slices' sizes, so hot_at's second launch runs on a call without a hot slice and finds
-    its schedule empty (its programs return at once): the cold launch's output against the reference, nothing
-    written by the empty one."""
+    """The host cannot see the slices' sizes, so hot_at's second launch runs on a call without a hot slice, on a
+    schedule of unused entries only (its programs skip every item): the output, poisoned before the call, against
+    the reference."""
     problem = _sized_problem(params, COLD_SIZES)
     ragged = problem.routing.ragged
+    assert ragged.slice_sizes.tolist() == COLD_SIZES
     hot = _sm90.runs_as(_sm90.table(weights.precision, weights.layout)[-1][1], weights)
     _, hot_schedule = ragged.bucket_schedules(HOT_PLAN.hot_at, HOT_PLAN.block_m, hot.block_m, HOT_PLAN.tail_rows)
     assert hot_schedule.numel() and (hot_schedule == SCHEDULE_UNUSED).all()  # launched, and empty

@@ -690,10 +690,10 @@ def _hot() -> list[str]:
     ]
 
 
-AB_SELF = {  # ab_same.json's runs: how the tool ran
-    "as_is": "the base first in every round, this tree's weights and problems made first",
-    "each_first_in_turn": "each side first in turn, round by round",
-    "base_made_first": "each side first in turn, the base's weights and problems made first",
+AB_SELF = {  # ab_same.json's runs: the order the tool took its sides in
+    "base_first": "the base first in every round, this tree's weights and problems made first",
+    "each_first_in_turn": "each side first in turn, round by round (the tool as it is)",
+    "base_made_first": "each side first in turn, the base's weights and problems made, called and captured first",
 }
 
 
@@ -704,9 +704,9 @@ def _ab_self() -> list[str]:
     cases = next(iter(runs.values()))
     return [
         f"`tools/ab_commit.py` with its base a copy of this tree's `moe_gather` (`ab_same.json`: `python "
-        f"tools/ab_commit.py .peers/same {','.join(cases)} --rounds 3 --precision fast`, .peers/same that copy; 4 "
-        f"rounds in the last two runs): the tree's side takes {min(every):.3f}x-{max(every):.3f}x the base's time, "
-        "outputs byte-identical, in each of three runs:",
+        f"tools/ab_commit.py .peers/same {','.join(cases)} --rounds 4 --precision fast`, .peers/same that copy; 3 "
+        "rounds in the first run; the first and the third run the tool with only its order changed): the tree's side "
+        f"takes {min(every):.3f}x-{max(every):.3f}x the base's time, outputs byte-identical, in each of three runs:",
         "",
         *(
             f"- {what}: " + ", ".join(f"{case} {v:.3f}x" for case, v in runs[key].items())
@@ -714,8 +714,9 @@ def _ab_self() -> list[str]:
         ),
         "",
         "The same code imported as the tree's package runs about 1% slower than as the base, whichever side goes "
-        "first and whichever's buffers are made first: a ratio within that of 1 is not a difference between the "
-        "kernels, and a variant at 1.00x-1.02x of its base may have cost nothing.",
+        "first and whichever's buffers are made first: on identical code the tool prints 0.98x-1.00x (base over "
+        "tree), only a ratio outside that is a difference between the kernels, and a variant at 1.00x-1.02x the time "
+        "of its base may have cost nothing.",
     ]
 
 
@@ -922,7 +923,7 @@ def _decode_cold() -> tuple[str, list[str]]:
     read_less_empty = geometric_mean([r["roof_us"] / (r["read_cold"] - data["empty_us"]) for r in small])
     reads = (
         f"a plain read of the same bytes {read_roof:.1%} ({read_less_empty:.1%} with an empty kernel's time taken "
-        "off): the bar's 85% is above what the plain read of the weights alone reaches here"
+        "off): cold, the bar's 85% is above what the plain read of the weights alone reaches here"
     )
     gate_roof = geometric_mean([gate[r["case"]]["pct_roof"] for r in small])
     one = next(r for r in rows if r["case"].endswith("zipf-decode-bs1"))
