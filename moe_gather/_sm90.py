@@ -1177,13 +1177,8 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
 
         return launch_persistent(x, w.folded.view(torch.float8_e4m3fn), w.scales.view(torch.int32), bias, gather_indx,
                                  ragged, x_scale, out_scale, alpha, limit, out, config, w.k, w.n)  # fmt: skip
-    # a schedule entry's rows: block_m (a slice's last tile up to tail_rows more), or with wide_tiles both always
-    width, extra = (config.block_m + config.tail_rows, 0) if config.wide_tiles else (config.block_m, config.tail_rows)
     if config.hot_at:  # the hot slices on the weights' table's large entry, in a launch of their own
-        hot = runs_as(table(w.precision, w.layout)[-1][1], w)
-        if w.n % hot.block_n:
-            raise ValueError(f"weights: N = {w.n} must be a multiple of {hot.block_n} (hot_at's large entry)")
-        cold, hot_schedule = ragged.bucket_schedules(config.hot_at, width, hot.block_m, extra)
+        hot, cold, hot_schedule = hot_split(config, w, ragged)
         args = (x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out)
         # The hot slices first, on a side stream, so that the cold tiles fill the multiprocessors its tail leaves;
         # neither launch splits K (hot_at refuses k_splits, the large entries run none), so they share no counters.
@@ -1192,6 +1187,7 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
                 _run_schedules(*args, hot, (hot_schedule,))
             _run_schedules(*args, config, (cold,))
         return out
+    width, extra = _entry_rows(config)
     if config.split_at:
         schedules = ragged.bucket_schedules(config.split_at, config.block_m, config.large_block_m)
     elif config.widest_first:
@@ -1199,6 +1195,21 @@ def launch(x, w: Sm90Weights, bias, gather_indx, ragged, x_scale, out_scale, alp
     else:
         schedules = (ragged.schedule(width, extra),)
     return _run_schedules(x, w, bias, gather_indx, ragged, x_scale, out_scale, alpha, limit, out, config, schedules)
+
+
+def _entry_rows(config) -> tuple[int, int]:
+    """A schedule entry's rows: block_m (a slice's last tile up to tail_rows more), or with wide_tiles both always."""
+    return (config.block_m + config.tail_rows, 0) if config.wide_tiles else (config.block_m, config.tail_rows)
+
+
+def hot_split(config, w: Sm90Weights, ragged):
+    """hot_at's two launches (config as runs_as runs it): the large entry of the weights' table, and the schedules
+    of the slices of at most config.hot_at rows on config's tiles and of the others on that entry's."""
+    hot = runs_as(table(w.precision, w.layout)[-1][1], w)
+    if w.n % hot.block_n:
+        raise ValueError(f"weights: N = {w.n} must be a multiple of {hot.block_n} (hot_at's large entry)")
+    width, extra = _entry_rows(config)
+    return hot, *ragged.bucket_schedules(config.hot_at, width, hot.block_m, extra)
 
 
 @contextlib.contextmanager

@@ -473,8 +473,7 @@ def test_hot_at_on_a_call_without_a_hot_slice(params, sm90, weights):
     problem = _sized_problem(params, COLD_SIZES)
     ragged = problem.routing.ragged
     assert ragged.slice_sizes.tolist() == COLD_SIZES
-    hot = _sm90.runs_as(_sm90.table(weights.precision, weights.layout)[-1][1], weights)
-    _, hot_schedule = ragged.bucket_schedules(HOT_PLAN.hot_at, HOT_PLAN.block_m, hot.block_m, HOT_PLAN.tail_rows)
+    _, _, hot_schedule = _sm90.hot_split(_sm90.runs_as(HOT_PLAN, weights), weights, ragged)
     assert hot_schedule.numel() and (hot_schedule == SCHEDULE_UNUSED).all()  # launched, and empty
     _check(problem, weights, f"no hot slice, {HOT_PLAN}", config=HOT_PLAN, out=poisoned_output(problem))
 
