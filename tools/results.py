@@ -680,12 +680,15 @@ def _hot() -> list[str]:
         f"{span(serial_uniform)} on uniform ones (docs/sm90-tried.md). Tests: the hot slices of every kind against "
         "the reference, and captured in a CUDA graph and called on a stream of the caller's, both streams kept busy "
         "before the call; with them a call on a GPU other than the current one, which needs two: "
-        f"{_closing(FAST / 'hot_edges_accurate.log')} at the accurate precision (`hot_edges_accurate.log`: `pytest "
-        "suites/test_kernel_edges.py --gpu hopper -k 'hot_slices or other_than_the_current' -rs -v`), "
-        f"{_closing(FAST / 'hot_edges_fast.log')} at the fast precision (`hot_edges_fast.log`: `--precision fast`), "
-        f"and on the fp8 layout's weights with the rest of the module, {_closing(FAST / 'edges_fp8.log.gz')} "
-        "(`edges_fp8.log.gz`: `pytest suites/test_kernel_edges.py --gpu hopper --precision fast --layout fp8 -n 8 "
-        "--dist loadgroup -q -rs`). compute-sanitizer on zipf-bs3072 (both launches; `sanitize.log`, the fast "
+        "the edge module's hot_at tests, with each of its tests whose id prints a config (`-k hot` matches the "
+        "config's hot_at field), at the accurate precision, "
+        f"{_closing(FAST / 'hot_edges_accurate.log')} (`hot_edges_accurate.log`: `pytest suites/test_kernel_edges.py "
+        "--gpu hopper -n 8 --dist loadgroup -q -rs -k hot`), and on the fp8 layout's weights, "
+        f"{_closing(FAST / 'hot_edges_fast_fp8.log')} (`hot_edges_fast_fp8.log`: `--precision fast --layout fp8`); "
+        "on the packed words at the fast precision in the whole suite (Reliability); the whole edge module on the fp8 "
+        f"layout's weights {_closing(FAST / 'edges_fp8.log.gz')} (`edges_fp8.log.gz`: `pytest "
+        "suites/test_kernel_edges.py --gpu hopper --precision fast --layout fp8 -n 8 --dist loadgroup -q -rs`). "
+        "compute-sanitizer on zipf-bs3072 (both launches; `sanitize.log`, the fast "
         "table's cases) and, on the fp8 layout's bytes, zipf-bs10240 and zipf-bs9216 at N 384 (`fp8_sanitize.log`).",
     ]
 
