@@ -8,7 +8,8 @@ one ulp (reference.TOLERANCES).
 
 The accumulator goes through shared memory once, into rows of tokens with VEC consecutive weight rows per thread.
 The sm90 kernel's 128-token tiles take VEC 16 (wide stores) and the clamps as PTX min / max .NaN, which halve their
-epilogue's instructions; the smaller tiles keep VEC 2 and selects, where the wider form does not pay."""
+epilogue's instructions; the three-consumer tile's 64-token halves VEC 4 with min / max .NaN (a wider VEC's scratch
+would not fit beside its ring); the smaller tiles keep VEC 2 and selects, where the wider form does not pay."""
 
 import triton.language as tl
 from triton.experimental import gluon

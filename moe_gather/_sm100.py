@@ -1,5 +1,5 @@
 """Blackwell (sm_100a) BMM1: the seed's warp-specialized design on triton 3.6.0's Gluon. Compiled, never executed
-here: no Blackwell GPU exists in this project's reach (README, "Hardware").
+here: no Blackwell GPU exists in this project's reach (README, "Support").
 
 A persistent grid walks (token block, weight-row block) tiles in banded order. Four partitions share shared-memory
 rings and tensor memory:

@@ -1,14 +1,15 @@
 """Hopper (sm_90a) BMM1: a Gluon kernel on fp8 wgmma with the weights in registers, MXFP4 block scales exact in fp32.
 
 One program computes one (token block, weight-row block) tile of one expert, swap-AB: the weights are the wgmma's
-64-row side (each warpgroup owns 64 rows of W^T) and the expert's few gathered tokens its N side (block_m = 8..128),
-so small slices waste no MMA rows; a slice's last tile narrows to the width its rows need (a half or a quarter of
-block_m, one launch), or takes up to `tail_rows` rows past block_m on a second wgmma per block. A ring of shared-memory
-stages, filled with cp.async, holds for each 128-wide K tile the gathered x rows, the packed weights and their scales.
-Each thread reads its own packed words and turns them into fp8 in registers, directly in the layout of wgmma's
-register A operand (e2m1 values are e4m3 values times 2 ** -6 once their bits sit where e4m3 keeps them: 5 logic ops
-per 32-bit word of 8; `prepare_weights` places the bits and orders the words so that a thread's word holds exactly the
-8 values of its A fragment); the weights never go back to shared memory.
+64-row side (each warpgroup owns 64 rows of W^T) and the expert's few gathered tokens its N side (block_m = 8..128,
+256 on the fast table's warp-specialized items), so small slices waste no MMA rows; a slice's last tile narrows to the
+width its rows need (a half or a quarter of block_m, one launch), or takes up to `tail_rows` rows past block_m on a
+second wgmma per block. A ring of shared-memory stages, filled with cp.async, holds for each 128-wide K tile the
+gathered x rows, the packed weights and their scales. Each thread reads its own packed words and turns them into fp8
+in registers, directly in the layout of wgmma's register A operand (e2m1 values are e4m3 values times 2 ** -6 once
+their bits sit where e4m3 keeps them: 5 logic ops per 32-bit word of 8; `prepare_weights` places the bits and orders
+the words so that a thread's word holds exactly the 8 values of its A fragment); the weights never go back to shared
+memory.
 
 The tile that K ends inside (K = 2880: 2 of its 4 blocks) runs first, with only its blocks, while the ring fills.
 Each 32-wide K block is its own wgmma into a fresh partial sum: Hopper's fp8 wgmma adds with fewer bits than fp32,
@@ -16,6 +17,10 @@ and one e8m0 scale covers exactly those 32 products. While block j's wgmma runs,
 then the partial is promoted into the fp32 accumulator times its block's 2 ** (s - 127), exactly, whatever the spread
 of the scales. Other programs on the multiprocessor keep the tensor cores busy meanwhile. x_scale,
 bias, SwiGLU, 1/out_scale and the fp8 rounding follow in the epilogue.
+
+That is the accurate precision. The fast one (`prepare_weights(..., precision="fast")`) folds each block's scale
+into the e4m3 values against a power of two per row and K tile where that is exact, chains a K tile's four wgmmas
+into one partial and promotes it once; its large entries run the warp-specialized tile of _sm90_ws.
 
 The host side lives beside this module: the weight layout in _sm90_layout, the configs and their table in
 _sm90_config (both re-exported here); docs/sm90.md has the design.

@@ -1,10 +1,10 @@
 """The throughput regression gate: stored pytest-benchmark baselines per GPU model, and the verdict per case.
 
-Baselines are pytest-benchmark's own JSON under baselines/<device-slug>/<machine id>/ (`nvidia-h200`, `nvidia-b200`),
-each file recording the device it was measured on in machine_info["moe_gather"]["device"]. The files are the ones
-pytest-benchmark's storage selects for this machine (the plugin hands them to baseline_from): each case's baseline is
-the newest of them that holds it (a save of one model's cases leaves the other's standing); a file from another
-device is an error, never a warning.
+Baselines are pytest-benchmark's own JSON under baselines/<device-slug>/<machine id>/ (`nvidia-h200`, `nvidia-b200`;
+`<slug>-fast`, `<slug>-fast-fp8` for the fast precision and its fp8 layout), each file recording the device it was
+measured on in machine_info["moe_gather"]["device"]. The files are the ones pytest-benchmark's storage selects for
+this machine (the plugin hands them to baseline_from): each case's baseline is the newest of them that holds it (a
+save of one model's cases leaves the other's standing); a file from another device is an error, never a warning.
 
 What pytest-benchmark cannot express, and so lives here: thresholds that depend on the case's duration, a second
 measurement before a case fails, the allowance for another physical GPU of the model, and a verdict per case from

@@ -1,6 +1,6 @@
 """triton_kernels' matmul_ogs (as of triton 3.6.0) as an optional peer: a second reference and the speed to beat.
 
-triton_kernels is not on PyPI; put it on PYTHONPATH (README: "The peer"). Everything here is None-safe when it is
+triton_kernels is not on PyPI; put it on PYTHONPATH (README: "Install"). Everything here is None-safe when it is
 absent: `available()` says whether it can be used.
 
 Two ways to call it, both on the same Problem the kernel gets:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-BLOCK_SIZES = (8, 16, 32, 64, 128)  # BLOCK_M values the kernels tile ragged slices with
+BLOCK_SIZES = (8, 16, 32, 64, 128)  # block_schedule's tile sizes; others on demand (RaggedMetadata.schedule)
 SCHEDULE_PID_SHIFT = 16  # schedule entry = slice | pid_m << 16, as in the seed
 SCHEDULE_UNUSED = -1  # padding of the schedule past its last block
 INT32_MAX = 2**31 - 1

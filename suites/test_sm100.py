@@ -1,6 +1,6 @@
 """The sm_100a kernel on the CPU: its weight layout against the exact dequantization, and its compilation for every
 config with the shared- and tensor-memory budgets. No Blackwell GPU exists here: this path is compiled, never
-executed, until a Blackwell runner runs the nightly workflow (README, "Hardware")."""
+executed, until a Blackwell runner runs the nightly workflow (README, "Support")."""
 
 import re
 
