@@ -2,10 +2,13 @@
 
 Enabled by this repository's conftest.py (`pytest_plugins`), or in any run with `-p moe_gather.pytest_plugin`;
 installing moe-gather changes nothing in another project's pytest run (no entry point: none of its options, timer,
-storage or imports). Measured on a 2-core CPU machine, `pytest --collect-only` of a one-test project beside
-pytest-benchmark, median of 5 runs: 0.77-0.81 s with moe-gather installed, 0.75 s without; importing this module, and
-torch and triton with it, takes 1.4 s, which a pytest11 entry point would add to every run; this repository's suites
-collect in 2.9 s.
+storage or imports). Enabled elsewhere, it leaves that project's own tests and benchmarks as they are: it parametrizes
+`case` only where no fixture or parametrize of that name exists, and the throughput gate (below) takes pytest-
+benchmark's storage, timer and compare only where the ini option `moe_gather_gate` is true, as this repository's
+pyproject.toml sets it. Measured on a 2-core CPU machine, `pytest --collect-only` of a one-test project beside pytest-
+benchmark, median of 5 runs: 0.77-0.81 s with moe-gather installed, 0.75 s without; importing this module, and torch
+and triton with it, takes 1.4 s, which a pytest11 entry point would add to every run; this repository's suites collect
+in 2.9 s.
 
 Options
     --gpu {auto,hopper,blackwell,cpu}   which kernel tier to test (default auto).
@@ -33,7 +36,8 @@ golden reference (both built once per case and session, within a memory budget; 
 `record_agreement(source)` gives a callback for reference.check_against that reports the case's accuracy.
 `gpu` gives the resolved GpuTarget.
 
-Throughput gate (pytest-benchmark; without it the benchmark tests skip, saying so, and the rest runs as ever)
+Throughput gate (ini `moe_gather_gate = true`; pytest-benchmark: without it the benchmark tests skip, saying so,
+and the rest runs as ever)
     --benchmark-compare[=NUM]           compare with the stored baselines of the GPU under test, the files that
                                         pytest-benchmark's storage holds for this machine (its --benchmark-storage,
                                         by default <rootdir>/baselines/<gpu>/, <gpu>-fast/ with --precision fast,
@@ -194,6 +198,12 @@ def pytest_addoption(parser):
     group.addoption(
         "--accuracy-json", default=None, metavar="PATH", help="write each case's recorded accuracy (JSON) here"
     )
+    parser.addini(
+        "moe_gather_gate",
+        type="bool",
+        default=False,
+        help="the throughput gate takes pytest-benchmark's storage, timer and compare (moe-gather's own suites)",
+    )
 
 
 def _pin_xdist_worker_gpu(config):
@@ -235,11 +245,27 @@ def pytest_configure(config):
             import matplotlib  # noqa: F401
         except ImportError:
             raise pytest.UsageError("--benchmark-plot needs matplotlib: pip install 'moe-gather[plot]'") from None
+    try:
+        config.stash[_THRESHOLDS] = benchmarking.Thresholds.parse(config.getoption("regression_threshold"))
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    if not _gate_on(config):
+        given = [f"--{name.replace('_', '-')}" for name, default in _GATE_OPTIONS if config.getoption(name) != default]
+        if given:
+            raise pytest.UsageError(f"{', '.join(given)}: the throughput gate is off here (ini moe_gather_gate)")
     _pin_xdist_worker_gpu(config)
     target = config.stash[_TARGET] = resolve_target(config.getoption("gpu"), detect_gpu())
     config.stash[_GATE] = None
-    if config.pluginmanager.hasplugin("benchmark"):
+    if _gate_on(config) and config.pluginmanager.hasplugin("benchmark"):
         _configure_benchmarks(config, target)
+
+
+_GATE_OPTIONS = (("regression_threshold", benchmarking.DEFAULT_THRESHOLDS), ("baselines_dir", None))
+
+
+def _gate_on(config) -> bool:
+    """The project asked for the throughput gate (ini moe_gather_gate): elsewhere pytest-benchmark stays its own."""
+    return config.getini("moe_gather_gate")
 
 
 @dataclass
@@ -267,10 +293,6 @@ def _configure_benchmarks(config, target: GpuTarget):
     --precision fast, <gpu>-fast-fp8 with --layout fp8 too; unless --benchmark-storage is given) and time with a
     device-synchronizing timer (unless --benchmark-timer is). The baselines load at session start, from the files
     pytest-benchmark's storage selects."""
-    try:
-        config.stash[_THRESHOLDS] = benchmarking.Thresholds.parse(config.getoption("regression_threshold"))
-    except ValueError as e:
-        raise pytest.UsageError(str(e)) from None
     if target.measured is not None:
         folder = Path(config.getoption("baselines_dir") or config.rootpath / "baselines")
         folder = config.rootpath / folder if not folder.is_absolute() else folder
@@ -322,6 +344,8 @@ def _stored_baseline(storage: str, compare, device: str | None) -> benchmarking.
 def pytest_benchmark_compare_machine_info(config, benchmarksession, machine_info, compared_benchmark):
     """pytest-benchmark's check of the file it compares with: one from another device is a usage error (its own
     check only warns, and warns on any difference of host details)."""
+    if not _gate_on(config):
+        return
     recorded = (compared_benchmark.get("machine_info") or {}).get("moe_gather", {}).get("device")
     device = config.stash[_TARGET].measured or "cpu"
     if recorded is not None and recorded != device:  # no record at all: the gate's loader refuses the file by name
@@ -340,6 +364,8 @@ def _measured_gpu(target: GpuTarget) -> str | None:
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Record the device in every saved benchmark file: the gate refuses a baseline from another model, and allows
     more slowdown against one from another GPU of the model (benchmarking.OTHER_GPU_PCT)."""
+    if not _gate_on(config):
+        return
     target = config.stash[_TARGET]
     on_gpu = target.measured is not None
     machine_info["moe_gather"] = {
@@ -356,7 +382,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 def pytest_sessionfinish(session, exitstatus):
     """Refuse to save a baseline from a run in which anything failed (before pytest-benchmark saves)."""
     bench = getattr(session.config, "_benchmarksession", None)
-    if bench is not None and (bench.save or bench.autosave) and session.testsfailed:
+    if bench is not None and _gate_on(session.config) and (bench.save or bench.autosave) and session.testsfailed:
         bench.save = bench.autosave = None
         session.config.stash[_REFUSED] = session.testsfailed
     yield
@@ -417,8 +443,20 @@ def selected_cases(config, params: tuple[str, ...] | None = None):
     return cases(models, routings, batches, chosen, decode=batches is None)
 
 
+def _parametrizes_case(metafunc) -> bool:
+    """`case` is the plugin's to parametrize where the test's project defines no fixture of that name and does not
+    parametrize it itself."""
+    if "case" not in metafunc.fixturenames or metafunc._arg2fixturedefs.get("case"):
+        return False
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0] if marker.args else marker.kwargs.get("argnames", ())
+        if "case" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return False
+    return True
+
+
 def pytest_generate_tests(metafunc):
-    if "case" not in metafunc.fixturenames:
+    if not _parametrizes_case(metafunc):
         return
     marker = metafunc.definition.get_closest_marker("params")
     selected = selected_cases(metafunc.config, marker.args if marker else None)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _inner_runs import _not_an_xdist_worker, _plugin_enabled, skip_without_pytest_benchmark  # noqa: F401
 
 from moe_gather import benchmarking
 from moe_gather._sm90_layout import LAYOUTS, PRECISIONS
@@ -29,23 +30,6 @@ def test_synthetic(benchmark, throughput_gate, request):
 def test_other(benchmark):
     benchmark.pedantic(time.sleep, args=(0.001,), rounds=3, iterations=1)
 """
-
-
-ENABLED = 'pytest_plugins = ("moe_gather.pytest_plugin",)\n'  # the inner runs enable the plugin as this repository does
-
-
-@pytest.fixture(autouse=True)
-def _plugin_enabled(request):
-    if "pytester" in request.fixturenames:
-        request.getfixturevalue("pytester").makeconftest(ENABLED)
-
-
-@pytest.fixture(autouse=True)
-def _not_an_xdist_worker(monkeypatch):
-    """The inner runs are plain pytest sessions, also when this file runs under pytest-xdist: pytest-benchmark
-    disables itself wherever PYTEST_XDIST_WORKER is set, and every synthetic benchmark would record nothing."""
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
 
 
 def _stats(median, iqr=0.0):
@@ -71,7 +55,11 @@ def _baseline(pytester, medians, device="cpu", name="0001_base.json", text=None,
     (folder / name).write_text(text if text is not None else json.dumps(data))
 
 
-def _run(pytester, *args):
+def _run(pytester, *args, benchmarks=True):
+    """An inner run of the synthetic benchmarks (skipping this test where `benchmarks` needs pytest-benchmark and the
+    inner run would lack it)."""
+    if benchmarks:
+        skip_without_pytest_benchmark()
     pytester.makepyfile(test_gate_synthetic=SYNTHETIC)
     # pytest-benchmark warns that the synthetic files lack its host details: the gate compares devices only
     noise = ("-W", "ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
@@ -275,9 +263,11 @@ def test_a_baseline_from_another_gpu_allows_more_slowdown(baseline_gpu, run_gpu,
     assert ("on another GPU" in str(verdicts[1])) == (allowed > 0.05)
 
 
+@pytest.mark.parametrize("plugins", [(), ("-p", "no:benchmark")], ids=["benchmark", "no-benchmark"])
 @pytest.mark.parametrize("text", ["fast", "nan,nan,nan"])
-def test_bad_threshold_option_is_a_usage_error(pytester, text):
-    result = _run(pytester, "--regression-threshold", text)
+def test_bad_threshold_option_is_a_usage_error(pytester, text, plugins):
+    """Refused by name with pytest-benchmark or without it."""
+    result = _run(pytester, *plugins, "--regression-threshold", text, benchmarks=not plugins)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--regression-threshold*"])
 

@@ -6,18 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from _inner_runs import _plugin_enabled, needs_pytest_benchmark  # noqa: F401 (fixtures)
 
 from moe_gather import pytest_plugin
 from moe_gather.problem import DECODE_BATCHES, MODELS, PARAMS, MoEModel, batch_sizes, cases
-
-ENABLED = 'pytest_plugins = ("moe_gather.pytest_plugin",)\n'  # the inner runs enable the plugin as this repository does
-
-
-@pytest.fixture(autouse=True)
-def _plugin_enabled(request):
-    if "pytester" in request.fixturenames:
-        request.getfixturevalue("pytester").makeconftest(ENABLED)
-
 
 CASE_TEST = """
 import pytest
@@ -302,6 +294,7 @@ def test_case_cache_keeps_what_it_has_when_an_entry_cannot_fit():
     assert list(cache.entries) == ["small"] and cache.bytes == 10
 
 
+@pytest.mark.usefixtures("needs_pytest_benchmark")
 @pytest.mark.parametrize(
     ("args", "folder"),
     [([], "nvidia-h200"), (["--precision", "fast"], "nvidia-h200-fast"),

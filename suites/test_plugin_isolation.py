@@ -1,10 +1,13 @@
 """An unrelated project in the same environment, through pytester: installing moe-gather changes nothing there (its
-plugin loads only where a conftest or -p asks for it)."""
+plugin loads only where a conftest or -p asks for it), and enabling the plugin there leaves the project's own `case`
+fixture, parametrizations and benchmarks as they are (the gate is on only where its ini option says so)."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from _inner_runs import _not_an_xdist_worker, needs_pytest_benchmark  # noqa: F401 (fixtures)
 
 UNRELATED = """
 import time
@@ -14,18 +17,11 @@ def test_timed(benchmark):
 """
 
 
-@pytest.fixture(autouse=True)
-def _not_an_xdist_worker(monkeypatch):
-    """The other project's runs are plain pytest processes, also when this file runs under pytest-xdist: its
-    variables, inherited, would make pytest-benchmark disable itself there."""
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
-
-
 def _benchmark_file(pytester):
     return next((pytester.path / ".benchmarks").rglob("*.json"))
 
 
+@pytest.mark.usefixtures("needs_pytest_benchmark")
 def test_an_unrelated_project_keeps_pytest_benchmarks_defaults(pytester):
     pytester.makepyfile(test_unrelated=UNRELATED)
     # in a process of its own, as another project runs: in-process runs share this session's loaded plugins
@@ -56,3 +52,41 @@ def test_an_unrelated_project_has_none_of_our_options_or_imports(pytester):
         cwd=pytester.path, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert "--regression-threshold" in enabled  # and -p enables it anywhere
+
+
+OWN_CASE = """
+import pytest
+
+@pytest.fixture
+def case():
+    return "the project's own"
+
+def test_fixture(case):
+    assert case == "the project's own"
+
+@pytest.mark.parametrize("case", [1, 2])
+def test_parametrized(case):
+    assert case in (1, 2)
+"""
+
+
+@pytest.mark.usefixtures("needs_pytest_benchmark")
+def test_a_project_that_enables_the_plugin_keeps_its_case_and_its_benchmarks(pytester):
+    pytester.makepyfile(test_own_case=OWN_CASE, test_unrelated=UNRELATED)
+    enabled = ("-p", "moe_gather.pytest_plugin", "--gpu", "cpu", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*enabled, "--benchmark-save=mine")
+    result.assert_outcomes(passed=4)  # its own case: one fixture value, two parameters; no GPT-OSS case of ours
+    assert not (pytester.path / "baselines").exists()
+    saved = _benchmark_file(pytester).read_text()
+    assert '"moe_gather"' not in saved and '"timer": "perf_counter"' in saved
+    again = pytester.runpytest_subprocess(*enabled, "--benchmark-compare")
+    again.assert_outcomes(passed=4)  # its own files compare as pytest-benchmark's, not refused by the gate
+    refused = pytester.runpytest_subprocess(*enabled, "--regression-threshold", "7,10,100")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--regression-threshold*the throughput gate is off here (ini moe_gather_gate)*"])
+
+
+def test_the_package_declares_no_pytest_entry_point():
+    """This tree's metadata, not the installed copy's: a pytest11 entry point would load the plugin in every project."""
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert "pytest11" not in pyproject
