@@ -576,14 +576,16 @@ def reference(case, problem, gpu, _case_cache):
     return _case_cache.get(("reference", case.id, _device(gpu)), lambda: replace(reference_for(problem), y=None))
 
 
+def agreement_recorder(record_property, label: str, source: str):
+    """A callback for reference.check_against that reports the accuracy of `label` (a case id) from `source` for the
+    summary."""
+    return lambda agreement: record_property("accuracy", {"case": label, "source": source, **agreement.as_dict()})
+
+
 @pytest.fixture
 def record_agreement(case, record_property):
     """record_agreement(source) -> a callback for reference.check_against: the case's accuracy for the summary."""
-
-    def recorder(source: str):
-        return lambda agreement: record_property("accuracy", {"case": case.id, "source": source, **agreement.as_dict()})
-
-    return recorder
+    return lambda source: agreement_recorder(record_property, case.id, source)
 
 
 @pytest.fixture(scope="session")

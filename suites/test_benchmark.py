@@ -85,7 +85,8 @@ def test_throughput(
 
 def test_the_vendor_anchor_computes_the_gemm_it_is_timed_for(gpu):
     """The vendor anchor (bench.vendor_call) on a gpt-oss-120b problem: each slice's gathered rows times its expert's
-    dense fp8 weights, against the same product in fp32 (bf16 output: 2**-8 relative)."""
+    dense fp8 weights, against the same product in fp32: within 2**-7 of each value and of the slice's largest (its
+    bf16 output rounds at 2**-9 relative; the rest allows the fp8 GEMM's own order of accumulation over K)."""
     if gpu.capability is None or gpu.capability[0] != 9:
         pytest.skip(f"the vendor anchor is timed on Hopper only, this is {gpu.found}")
     from moe_gather.bench import vendor_call, vendor_rows

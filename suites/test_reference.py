@@ -52,7 +52,8 @@ def test_every_e4m3_value_is_a_fixed_point():
 
 def test_e4m3_rounding_matches_scalar_rule():
     g = torch.Generator().manual_seed(3)
-    mags = torch.cat((torch.rand(300, generator=g) * 500, torch.rand(100, generator=g) * 2**-6, torch.rand(50) * 4))
+    draw = lambda n, top: torch.rand(n, generator=g) * top
+    mags = torch.cat((draw(300, 500), draw(100, 2**-6), draw(50, 4)))
     grid = torch.tensor(E4M3_FINITE, dtype=torch.float64)
     ties = (grid[1:] + grid[:-1]) / 2  # every midpoint, the hard cases
     v = torch.cat((mags.double(), -mags.double(), ties))
