@@ -36,8 +36,8 @@ golden reference (both built once per case and session, within a memory budget; 
 `record_agreement(source)` gives a callback for reference.check_against that reports the case's accuracy.
 `gpu` gives the resolved GpuTarget.
 
-Throughput gate (ini `moe_gather_gate = true`; pytest-benchmark: without it the benchmark tests skip, saying so,
-and the rest runs as ever)
+Throughput gate (ini `moe_gather_gate = true`, else its options below are a usage error and pytest-benchmark stays
+the project's own; pytest-benchmark: without it the benchmark tests skip, saying so, and the rest runs as ever)
     --benchmark-compare[=NUM]           compare with the stored baselines of the GPU under test, the files that
                                         pytest-benchmark's storage holds for this machine (its --benchmark-storage,
                                         by default <rootdir>/baselines/<gpu>/, <gpu>-fast/ with --precision fast,
@@ -53,8 +53,9 @@ and the rest runs as ever)
     --baselines-dir DIR                 where the per-GPU baseline folders are (default: <rootdir>/baselines); an
                                         explicit --benchmark-storage wins.
     --benchmark-save NAME               save this run as a new baseline; refused when any test failed.
-    --benchmark-plot PATH               write a PNG of throughput against batch size (needs matplotlib: the `plot`
-                                        extra; its absence is a usage error before any test runs).
+    --benchmark-plot PATH               write a PNG of throughput against batch size, gate on or off (needs
+                                        matplotlib: the `plot` extra; its absence is a usage error before any test
+                                        runs).
     Benchmarks time CUDA-graph replays of one call with a timer that synchronizes the device
     (moe_gather.benchmarking.cuda_timer) on the GPU tiers; the CPU tier leaves pytest-benchmark's timer and storage
     as they are. Under pytest-xdist pytest-benchmark disables itself: the benchmark tests then skip, saying so; run
@@ -191,8 +192,8 @@ def pytest_addoption(parser):
     group.addoption("--baselines-dir", default=None, help="per-GPU baseline folders (default: <rootdir>/baselines)")
     group.addoption(
         "--regression-threshold",
-        default=benchmarking.DEFAULT_THRESHOLDS,
-        help="LONG_PCT,SHORT_PCT,BOUNDARY_US: allowed slowdown (default: %(default)s)",
+        default=None,
+        help=f"LONG_PCT,SHORT_PCT,BOUNDARY_US: allowed slowdown (default: {benchmarking.DEFAULT_THRESHOLDS})",
     )
     group.addoption("--benchmark-plot", default=None, metavar="PATH", help="write a throughput plot (PNG) here")
     group.addoption(
@@ -246,11 +247,12 @@ def pytest_configure(config):
         except ImportError:
             raise pytest.UsageError("--benchmark-plot needs matplotlib: pip install 'moe-gather[plot]'") from None
     try:
-        config.stash[_THRESHOLDS] = benchmarking.Thresholds.parse(config.getoption("regression_threshold"))
+        thresholds = config.getoption("regression_threshold") or benchmarking.DEFAULT_THRESHOLDS
+        config.stash[_THRESHOLDS] = benchmarking.Thresholds.parse(thresholds)
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
     if not _gate_on(config):
-        given = [f"--{name.replace('_', '-')}" for name, default in _GATE_OPTIONS if config.getoption(name) != default]
+        given = [f"--{name.replace('_', '-')}" for name in _GATE_OPTIONS if config.getoption(name) is not None]
         if given:
             raise pytest.UsageError(f"{', '.join(given)}: the throughput gate is off here (ini moe_gather_gate)")
     _pin_xdist_worker_gpu(config)
@@ -260,7 +262,7 @@ def pytest_configure(config):
         _configure_benchmarks(config, target)
 
 
-_GATE_OPTIONS = (("regression_threshold", benchmarking.DEFAULT_THRESHOLDS), ("baselines_dir", None))
+_GATE_OPTIONS = ("regression_threshold", "baselines_dir")  # the gate's own: a usage error where it is off
 
 
 def _gate_on(config) -> bool:

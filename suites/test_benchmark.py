@@ -55,6 +55,8 @@ def test_throughput(
         pytest.skip(f"NYI: no kernel for {gpu.found} yet")
     if benchmark.disabled:
         pytest.skip("pytest-benchmark is disabled here (pytest-xdist or --benchmark-disable): one process per GPU")
+    if not request.config.getini("moe_gather_gate"):
+        pytest.fail("the throughput gate is off (ini moe_gather_gate): these benchmarks would judge nothing")
     if problem.tokens == 0:
         pytest.skip(f"{case.id}: the local shard gets no rows, so the call launches nothing to time")
     out = torch.empty((problem.tokens, problem.case.model.n // 2), dtype=torch.float8_e4m3fn, device="cuda")
@@ -86,7 +88,7 @@ def test_throughput(
 def test_the_vendor_anchor_computes_the_gemm_it_is_timed_for(gpu):
     """The vendor anchor (bench.vendor_call) on a gpt-oss-120b problem: each slice's gathered rows times its expert's
     dense fp8 weights, against the same product in fp32: within 2**-7 of each value and of the slice's largest (its
-    bf16 output rounds at 2**-9 relative; the rest allows the fp8 GEMM's own order of accumulation over K)."""
+    bf16 output rounds at up to 2**-8 relative; the rest allows the fp8 GEMM's own order of accumulation over K)."""
     if gpu.capability is None or gpu.capability[0] != 9:
         pytest.skip(f"the vendor anchor is timed on Hopper only, this is {gpu.found}")
     from moe_gather.bench import vendor_call, vendor_rows

@@ -81,6 +81,10 @@ def test_a_project_that_enables_the_plugin_keeps_its_case_and_its_benchmarks(pyt
     assert '"moe_gather"' not in saved and '"timer": "perf_counter"' in saved
     again = pytester.runpytest_subprocess(*enabled, "--benchmark-compare")
     again.assert_outcomes(passed=4)  # its own files compare as pytest-benchmark's, not refused by the gate
+    pytester.makepyfile(test_fails="def test_fails(benchmark):\n    benchmark(int)\n    assert False\n")
+    failed = pytester.runpytest_subprocess(*enabled, "--benchmark-save=failed")
+    failed.assert_outcomes(passed=4, failed=1)
+    assert list((pytester.path / ".benchmarks").rglob("*_failed.json"))  # saved as ever: the gate refuses only its own
     refused = pytester.runpytest_subprocess(*enabled, "--regression-threshold", "7,10,100")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--regression-threshold*the throughput gate is off here (ini moe_gather_gate)*"])
