@@ -251,21 +251,21 @@ def pytest_configure(config):
         config.stash[_THRESHOLDS] = benchmarking.Thresholds.parse(thresholds)
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
-    if not _gate_on(config):
+    if not gate_on(config):
         given = [f"--{name.replace('_', '-')}" for name in _GATE_OPTIONS if config.getoption(name) is not None]
         if given:
             raise pytest.UsageError(f"{', '.join(given)}: the throughput gate is off here (ini moe_gather_gate)")
     _pin_xdist_worker_gpu(config)
     target = config.stash[_TARGET] = resolve_target(config.getoption("gpu"), detect_gpu())
     config.stash[_GATE] = None
-    if _gate_on(config) and config.pluginmanager.hasplugin("benchmark"):
+    if gate_on(config) and config.pluginmanager.hasplugin("benchmark"):
         _configure_benchmarks(config, target)
 
 
 _GATE_OPTIONS = ("regression_threshold", "baselines_dir")  # the gate's own: a usage error where it is off
 
 
-def _gate_on(config) -> bool:
+def gate_on(config) -> bool:
     """The project asked for the throughput gate (ini moe_gather_gate): elsewhere pytest-benchmark stays its own."""
     return config.getini("moe_gather_gate")
 
@@ -346,7 +346,7 @@ def _stored_baseline(storage: str, compare, device: str | None) -> benchmarking.
 def pytest_benchmark_compare_machine_info(config, benchmarksession, machine_info, compared_benchmark):
     """pytest-benchmark's check of the file it compares with: one from another device is a usage error (its own
     check only warns, and warns on any difference of host details)."""
-    if not _gate_on(config):
+    if not gate_on(config):
         return
     recorded = (compared_benchmark.get("machine_info") or {}).get("moe_gather", {}).get("device")
     device = config.stash[_TARGET].measured or "cpu"
@@ -366,7 +366,7 @@ def _measured_gpu(target: GpuTarget) -> str | None:
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Record the device in every saved benchmark file: the gate refuses a baseline from another model, and allows
     more slowdown against one from another GPU of the model (benchmarking.OTHER_GPU_PCT)."""
-    if not _gate_on(config):
+    if not gate_on(config):
         return
     target = config.stash[_TARGET]
     on_gpu = target.measured is not None
@@ -384,7 +384,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 def pytest_sessionfinish(session, exitstatus):
     """Refuse to save a baseline from a run in which anything failed (before pytest-benchmark saves)."""
     bench = getattr(session.config, "_benchmarksession", None)
-    if bench is not None and _gate_on(session.config) and (bench.save or bench.autosave) and session.testsfailed:
+    if bench is not None and gate_on(session.config) and (bench.save or bench.autosave) and session.testsfailed:
         bench.save = bench.autosave = None
         session.config.stash[_REFUSED] = session.testsfailed
     yield

@@ -18,6 +18,7 @@ import torch
 from moe_gather import bmm1, peer
 from moe_gather.bench import VendorWeights, case_row, measure_ceilings, time_peer, time_vendor
 from moe_gather.benchmarking import ITERATIONS, graphed, sustained_rounds, sustained_seconds
+from moe_gather.pytest_plugin import gate_on
 from moe_gather.reference import check_against, kernel_tolerance
 
 pytestmark = [pytest.mark.gpu, pytest.mark.benchmark, pytest.mark.params("seed")]
@@ -55,7 +56,7 @@ def test_throughput(
         pytest.skip(f"NYI: no kernel for {gpu.found} yet")
     if benchmark.disabled:
         pytest.skip("pytest-benchmark is disabled here (pytest-xdist or --benchmark-disable): one process per GPU")
-    if not request.config.getini("moe_gather_gate"):
+    if not gate_on(request.config):
         pytest.fail("the throughput gate is off (ini moe_gather_gate): these benchmarks would judge nothing")
     if problem.tokens == 0:
         pytest.skip(f"{case.id}: the local shard gets no rows, so the call launches nothing to time")
