@@ -4,7 +4,7 @@ allowance against a baseline from another GPU of the model (judge, directly); th
 committed baselines themselves, against the cases the nightly gate measures."""
 
 import json
-import time
+import math
 from pathlib import Path
 
 import pytest
@@ -272,18 +272,35 @@ def test_bad_threshold_option_is_a_usage_error(pytester, text, plugins):
     result.stderr.fnmatch_lines(["*--regression-threshold*"])
 
 
+class _ScriptedClock:
+    """The gate's timer on a clock that only the timed calls advance: each call takes `seconds(call number)`."""
+
+    def __init__(self, seconds):
+        self.now, self.calls, self.seconds = 0.0, 0, seconds
+
+    def timer(self) -> float:
+        return self.now
+
+    def call(self):
+        self.calls += 1
+        self.now += self.seconds(self.calls)
+
+
 def test_sustained_timing_spans_its_window_and_reads_the_median(monkeypatch):
-    monkeypatch.setattr(benchmarking, "WARMUP_S", 0.02)
-    monkeypatch.setattr(benchmarking, "WINDOW_S", 0.5)
-    warmup, rounds = benchmarking.sustained_rounds(lambda: time.sleep(0.005), iterations=2)  # 10 ms per round or more
-    assert 1 <= warmup <= 2 and 25 <= rounds <= 50
-    calls = []
-
-    def slow_every_fourth_round():  # a quarter of the rounds (2 calls each) 10x slower: the median is the fast ones'
-        calls.append(None)
-        time.sleep(0.02 if len(calls) % 8 in (1, 2) else 0.002)
-
-    assert 0.002 <= benchmarking.sustained_seconds(slow_every_fourth_round, iterations=2) < 0.004
+    """Rounds sized from one timed round to span the warm-up and the window, and the median round read. The times
+    are binary fractions of a second, so every sum and count is exact (no wall clock: no load can move them)."""
+    monkeypatch.setattr(benchmarking, "WARMUP_S", 0.25)
+    monkeypatch.setattr(benchmarking, "WINDOW_S", 1.0)
+    steady = _ScriptedClock(lambda call: 1 / 128)  # 2 calls a round: 1/64 s
+    monkeypatch.setattr(benchmarking, "cuda_timer", steady.timer)
+    assert benchmarking.sustained_rounds(steady.call, iterations=2) == (16, 64)
+    # a quarter of the rounds 10x slower (the clock's dips): the median is the fast rounds', where a mean is not
+    bursty = _ScriptedClock(lambda call: 10 / 128 if (call - 1) // 2 % 4 == 0 else 1 / 128)
+    monkeypatch.setattr(benchmarking, "cuda_timer", bursty.timer)
+    assert benchmarking.sustained_seconds(bursty.call, iterations=2) == 1 / 128
+    sizing = 2 * 10 / 128  # the first round, the one that sizes the run, is a slow one
+    warmup, rounds = math.ceil(0.25 / sizing), max(benchmarking.MIN_ROUNDS, math.ceil(1.0 / sizing))
+    assert bursty.calls == 2 * (1 + warmup + rounds) and rounds == benchmarking.MIN_ROUNDS
 
 
 def _local_rows(case) -> int:

@@ -90,6 +90,33 @@ def test_a_project_that_enables_the_plugin_keeps_its_case_and_its_benchmarks(pyt
     refused.stderr.fnmatch_lines(["*--regression-threshold*the throughput gate is off here (ini moe_gather_gate)*"])
 
 
+FAKE_H200 = """
+from moe_gather import pytest_plugin
+
+pytest_plugin.detect_gpu = lambda: ("NVIDIA H200", (9, 0))  # a GPU tier, faked by name and capability
+"""
+
+
+@pytest.mark.usefixtures("needs_pytest_benchmark")
+def test_on_a_gpu_tier_the_gate_off_leaves_pytest_benchmarks_storage_and_timer(pytester):
+    """Where the plugin finds a GPU with a kernel tier, its gate takes the storage and timer only where the ini
+    option asks: the same project, the gate on, saves under baselines/ with the device's timer (the fake works)."""
+    pytester.makeconftest(FAKE_H200)
+    pytester.makepyfile(test_unrelated=UNRELATED)
+    enabled = ("-p", "moe_gather.pytest_plugin", "-p", "no:cacheprovider", "--benchmark-save=mine")
+    result = pytester.runpytest_subprocess(*enabled)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["moe-gather: tier hopper, device NVIDIA H200 (sm_90)"])
+    assert not (pytester.path / "baselines").exists()
+    saved = _benchmark_file(pytester).read_text()
+    assert '"moe_gather"' not in saved and '"timer": "perf_counter"' in saved
+    pytester.makeini("[pytest]\nmoe_gather_gate = true\n")
+    gated = pytester.runpytest_subprocess(*enabled)
+    gated.assert_outcomes(passed=1)
+    (ours,) = (pytester.path / "baselines" / "nvidia-h200").rglob("*_mine.json")
+    assert '"timer": "cuda_timer"' in ours.read_text() and '"moe_gather"' in ours.read_text()
+
+
 def test_the_package_declares_no_pytest_entry_point():
     """This tree's metadata, not the installed copy's: a pytest11 entry point would load the plugin in every project."""
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
