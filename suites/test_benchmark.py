@@ -50,10 +50,8 @@ def vendor_weights(problem, _vendor_cache):
 
 
 def test_throughput(
-    case, problem, reference, gpu, kernel_weights, vendor_weights, benchmark, throughput_gate, ceilings, request
+    case, problem, reference, kernel_weights, vendor_weights, benchmark, throughput_gate, ceilings, request
 ):
-    if not bmm1.has_kernel(gpu.capability):
-        pytest.skip(f"NYI: no kernel for {gpu.found} yet")
     if benchmark.disabled:
         pytest.skip("pytest-benchmark is disabled here (pytest-xdist or --benchmark-disable): one process per GPU")
     if not gate_on(request.config):

@@ -15,9 +15,7 @@ def poisoned_output(problem):
     return torch.full(shape, 0x7F, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
 
 
-def test_kernel_matches_reference(case, problem, reference, gpu, kernel_weights, record_agreement):
-    if not bmm1.has_kernel(gpu.capability):
-        pytest.skip(f"NYI: no kernel for {gpu.found} yet")
+def test_kernel_matches_reference(case, problem, reference, kernel_weights, record_agreement):
     out = bmm1.run_problem(problem, kernel_weights, poisoned_output(problem))
     tolerance = kernel_tolerance(kernel_weights.precision, case.params)
     check_against(reference.out, out, tolerance, case.id, record_agreement("kernel"))

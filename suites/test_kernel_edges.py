@@ -47,9 +47,7 @@ MODEL = MODELS["gpt-oss-120b"]
 
 
 @pytest.fixture(scope="module")
-def params(gpu):
-    if not bmm1.has_kernel(gpu.capability):
-        pytest.skip(f"NYI: no kernel for {gpu.found} yet")
+def params():
     return make_expert_params(MODEL, "cuda")
 
 
@@ -519,7 +517,7 @@ def test_hot_slices_in_a_graph_and_on_a_callers_stream(params, sm90, weights):
     check_against(expected, read.view(torch.float8_e4m3fn), tolerance, "on the caller's stream")
 
 
-def test_a_call_on_a_device_other_than_the_current_one(gpu, precision, layout):
+def test_a_call_on_a_device_other_than_the_current_one(precision, layout):
     """Triton launches on the current device's stream: a call whose tensors are on another GPU runs there, on that
     device's current stream (on Hopper with hot_at's side stream: a slice of 2550 rows), and matches the reference.
     Needs two GPUs in the process (one per xdist worker skips it)."""

@@ -8,7 +8,7 @@ import pytest
 import torch
 from _inner_runs import _plugin_enabled, needs_pytest_benchmark  # noqa: F401 (fixtures)
 
-from moe_gather import pytest_plugin
+from moe_gather import bmm1, pytest_plugin
 from moe_gather.problem import DECODE_BATCHES, MODELS, PARAMS, MoEModel, batch_sizes, cases
 
 CASE_TEST = """
@@ -122,6 +122,14 @@ def test_layout_fp8_without_the_fast_precision_is_a_usage_error(pytester, precis
     result = pytester.runpytest("--gpu", "cpu", "--layout", "fp8", *precision)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--layout fp8 holds the fast precision's folded bytes: add --precision fast*"])
+
+
+def test_the_plugins_tiers_are_the_kernels_capabilities():
+    """A GPU tier is a capability the product has a kernel for, and every kernel has a tier: the gpu marker's skip
+    and --gpu auto's refusal are then the only guards a kernel test needs (the plugin imports no kernel module)."""
+    majors = range(16)
+    assert [m for m in majors if m in pytest_plugin.ARCH_BY_MAJOR] == [m for m in majors if bmm1.has_kernel((m, 0))]
+    assert not bmm1.has_kernel(None)
 
 
 @pytest.mark.parametrize("tier", ["hopper", "blackwell"])

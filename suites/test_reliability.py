@@ -16,13 +16,7 @@ GUARD = 4096  # bytes of sentinel on each side of the output
 SENTINEL = 0x5A
 
 
-def _skip_without_kernel(gpu):
-    if not bmm1.has_kernel(gpu.capability):
-        pytest.skip(f"NYI: no kernel for {gpu.found} yet")
-
-
-def test_output_guard_zones_stay_untouched(case, problem, reference, gpu, kernel_weights):
-    _skip_without_kernel(gpu)
+def test_output_guard_zones_stay_untouched(case, problem, reference, kernel_weights):
     rows, cols = problem.tokens, problem.case.model.n // 2
     arena = torch.full((2 * GUARD + rows * cols,), SENTINEL, dtype=torch.uint8, device="cuda")
     out = arena[GUARD : GUARD + rows * cols].view(torch.float8_e4m3fn).view(rows, cols)
@@ -32,8 +26,7 @@ def test_output_guard_zones_stay_untouched(case, problem, reference, gpu, kernel
     check_against(reference.out, out, kernel_tolerance(kernel_weights.precision, case.params), case.id)
 
 
-def test_bitwise_deterministic_over_three_runs(case, problem, gpu, kernel_weights):
-    _skip_without_kernel(gpu)
+def test_bitwise_deterministic_over_three_runs(case, problem, kernel_weights):
     first = bmm1.run_problem(problem, kernel_weights).view(torch.uint8).clone()
     for _ in range(2):
         assert torch.equal(bmm1.run_problem(problem, kernel_weights).view(torch.uint8), first)
@@ -41,8 +34,7 @@ def test_bitwise_deterministic_over_three_runs(case, problem, gpu, kernel_weight
 
 @pytest.mark.parametrize("routing", ["zipf", "uniform"])
 @pytest.mark.parametrize("batch", [1, 3, 77, 999, 40000])
-def test_batch_sizes_off_the_ladder(batch, routing, gpu, precision):
-    _skip_without_kernel(gpu)
+def test_batch_sizes_off_the_ladder(batch, routing, precision):
     problem = make_problem(Case(MODELS["gpt-oss-120b"], routing, batch), "cuda")
     weights = bmm1.prepare_weights(problem.params.weights, precision=precision)
     out = bmm1.run_problem(problem, weights)
@@ -51,8 +43,7 @@ def test_batch_sizes_off_the_ladder(batch, routing, gpu, precision):
     check_against(reference_for(problem).out, out, tolerance, f"batch {batch} {routing}")
 
 
-def test_experts_with_one_row(gpu, precision):
-    _skip_without_kernel(gpu)
+def test_experts_with_one_row(precision):
     model = MODELS["gpt-oss-120b"]
     first = local_shard(model) * model.local_experts
     logits = torch.full((model.local_experts, model.num_experts), -10.0)
