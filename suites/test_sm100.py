@@ -8,19 +8,17 @@ import pytest
 import torch
 import triton
 from _ptxas import ptxas_report, spilled_bytes
+from _weights import random_mxfp4
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from moe_gather import _sm100
-from moe_gather.mxfp4 import MXFP4Weights, dequantize_mxfp4
+from moe_gather.mxfp4 import dequantize_mxfp4
 
 
-def _random_weights(e=2, n=256, k=320, low=100, high=140, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    codes = torch.randint(0, 256, (e, n, k // 2), generator=g, dtype=torch.uint8)
-    scales = torch.randint(low, high, (e, n, k // 32), generator=g, dtype=torch.uint8)
-    return MXFP4Weights(codes, scales)
+def _random_weights(e=2, n=256, k=320, exponents=range(100, 140)):
+    return random_mxfp4(e, n, k, exponents)
 
 
 def test_prepared_weights_dequantize_exactly():
@@ -29,7 +27,7 @@ def test_prepared_weights_dequantize_exactly():
 
 
 def test_scale_swizzle_places_each_scale_where_tcgen05_cp_reads_it():
-    w = _random_weights(e=1, n=128, k=256, low=0, high=255)
+    w = _random_weights(e=1, n=128, k=256, exponents=range(255))
     swizzled = _sm100.prepare_weights(w).scales.reshape(1, 1, 2, 512)  # [E, row groups of 128, K tiles, bytes]
     for row in (0, 1, 31, 32, 77, 127):
         for block in range(8):

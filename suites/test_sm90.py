@@ -30,6 +30,7 @@ from _ptxas import (
     registers_used,
     spilled_bytes,
 )
+from _weights import random_mxfp4
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 from triton.runtime.jit import mangle_type
@@ -42,10 +43,7 @@ SHARED_MEMORY_PER_BLOCK = 227 * 1024  # sm_90's most a program can opt into (the
 
 
 def _random_weights(e=2, n=64, k=128, spread=6, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    codes = torch.randint(0, 256, (e, n, k // 2), generator=g, dtype=torch.uint8)
-    scales = torch.randint(127 - spread, 127 + 1, (e, n, k // 32), generator=g, dtype=torch.uint8)
-    return MXFP4Weights(codes, scales)
+    return random_mxfp4(e, n, k, range(127 - spread, 128), seed)  # scales 2**-spread .. 2**0
 
 
 @pytest.mark.parametrize("encoding", ["spread", "f16"])
