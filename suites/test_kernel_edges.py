@@ -10,6 +10,7 @@ import functools
 
 import pytest
 import torch
+from _outputs import assert_launches_alike, assert_same_bytes, poisoned_output
 from _plans import (
     BULK_PLAN,
     DECODE_PLANS,
@@ -25,7 +26,6 @@ from _plans import (
     WS_CONFIG,
     WS_FP8_PLANS,
 )
-from test_kernel import poisoned_output
 
 from moe_gather import _sm90, bmm1
 from moe_gather.mxfp4 import MXFP4Weights
@@ -339,9 +339,7 @@ def test_k_splits_are_deterministic_and_leave_their_counters_zero(params, sm90, 
     problem = _every_width_problem(params)
     config = K_SPLITS_PLANS[0]
     first = _check(problem, weights, f"launch plan {config}", config=config)
-    second = bmm1.run_problem(problem, weights, config=config)
-    torch.cuda.synchronize()
-    assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
+    assert_launches_alike(problem, weights, first, config)
     counters = [v for key, v in problem.routing.ragged._buckets.items() if key[0] == "arrivals"]
     assert counters and all(int(c.abs().sum()) == 0 for c in counters)
 
@@ -375,9 +373,7 @@ def test_decode_tile_on_slices_of_every_size(params, sm90, weights, config):
     for sizes in ([1, 2, 3, 4, 5, 6, 7, 8] + [0] * (n - 8), [9, 0, 16, 17, 24, 0, 1] + [0] * (n - 7)):
         problem = _sized_problem(params, sizes)
         first = _check(problem, weights, f"slices {sizes}, {config}", config=config)
-        second = bmm1.run_problem(problem, weights, config=config)
-        torch.cuda.synchronize()
-        assert torch.equal(first.view(torch.uint8), second.view(torch.uint8)), f"slices {sizes}, {config}"
+        assert_launches_alike(problem, weights, first, config, f"slices {sizes}, {config}")
     _check(_problem(params, batch=256), weights, f"uniform routing of 256 tokens, {config}", config=config)
 
 
@@ -390,7 +386,7 @@ def test_decode_tile_reads_the_packed_words_of_either_layout(params, sm90):
         _check(problem, bmm1.prepare_weights(params.weights, precision="fast", layout=layout), layout, config=config)
         for layout in ("mxfp4", "fp8")
     ]
-    assert torch.equal(outs[0].view(torch.uint8), outs[1].view(torch.uint8))
+    assert_same_bytes(outs[1], outs[0])
 
 
 def test_a_decode_call_captured_first_leaves_eager_calls_right(params, sm90, weights):
@@ -454,7 +450,7 @@ def test_opt_in_sm90_launch_plans(params, sm90, weights, config):
     out = _check(problem, weights, f"launch plan {config}", config=config)
     if config.warp_specialized and not config.split_k:
         chunks = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
-        assert torch.equal(out.view(torch.uint8), chunks.view(torch.uint8))
+        assert_same_bytes(out, chunks)
 
 
 # Slices on either side of HOT_PLAN's 96 rows: cold ones of one tile, a tail-row tile (65-80) or two tiles, hot ones of
@@ -554,7 +550,7 @@ def test_warp_specialized_halves(sm90, k, config):
     weights = _k_weights(k, "fast", "fp8" if config.fp8_layout else "mxfp4")
     out = _check(problem, weights, f"K = {k}, {config}", config=config, out=poisoned_output(problem))
     table = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
-    assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
+    assert_same_bytes(out, table)
 
 
 # The fast precision's fp8 layout read by each entry of its tables (the packed words' and the fp8 one's), its K tiles
@@ -582,7 +578,7 @@ def _both_layouts(problem, weights, config, description):
     out = _check(problem, weights, f"{description}, {config}", config=config, out=poisoned_output(problem))
     words_config = dataclasses.replace(_sm90.packed_words_config(config), fp8_layout=False, bulk_weights=False)
     words = bmm1.run_problem(problem, weights, config=words_config)
-    assert torch.equal(out.view(torch.uint8), words.view(torch.uint8))
+    assert_same_bytes(out, words)
     return out
 
 
@@ -604,7 +600,7 @@ def test_warp_specialized_on_the_fp8_layout(params, sm90, fp8_layout, config):
     for problem, weights in [*problems, (_every_width_problem(params), fp8_layout)]:
         out = _both_layouts(problem, weights, config, f"K = {problem.x.shape[1]}, warp-specialized on the fp8 layout")
         table = bmm1.run_problem(problem, weights, config=FP8_CHUNKS)
-        assert torch.equal(out.view(torch.uint8), table.view(torch.uint8))
+        assert_same_bytes(out, table)
 
 
 @pytest.fixture(scope="module")
@@ -628,9 +624,7 @@ def test_wide_tiles_on_slices_of_several_tiles(params, sm90, fp8_layout):
     sizes = [193, 384, 385, 500, 320, 129, 192, 700, 342, 1, 64, 242, 210, 0, 0, 0]
     problem = _sized_problem(params, sizes)
     first = _both_layouts(problem, fp8_layout, WIDE_PLAN, f"slices {sizes}, layout fp8")
-    second = bmm1.run_problem(problem, fp8_layout, config=WIDE_PLAN, out=poisoned_output(problem))
-    torch.cuda.synchronize()
-    assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
+    assert_launches_alike(problem, fp8_layout, first, WIDE_PLAN)
 
 
 # Slices whose tiles take each phase of the persistent tile (more than 64 rows, 33-64, up to 32), several tiles a
@@ -653,9 +647,7 @@ def test_persistent_fp8_tile_at_each_k(params, sm90, k):
     alike (its schedule's phase bounds are kept with the metadata)."""
     problem, weights = _persistent_problem(k)
     first = _both_layouts(problem, weights, PERSISTENT_PLAN, f"K = {k}, persistent")
-    second = bmm1.run_problem(problem, weights, config=PERSISTENT_PLAN, out=poisoned_output(problem))
-    torch.cuda.synchronize()
-    assert torch.equal(first.view(torch.uint8), second.view(torch.uint8))
+    assert_launches_alike(problem, weights, first, PERSISTENT_PLAN)
 
 
 @pytest.mark.parametrize("k", [96, 384])
