@@ -1,15 +1,17 @@
 """The kernel tests' outputs: a buffer that shows every element left unwritten, and byte-for-byte comparisons (the
-fp8 bytes themselves: NaN payloads and -0 included, which a comparison of values would pass)."""
+fp8 bytes themselves: -0 against +0 and one NaN against another are told apart, as comparing values does not)."""
 
 import torch
 
 from moe_gather import bmm1
 
+POISON = 0x7F  # e4m3fn NaN: any element the kernel fails to write shows as a mismatch
+
 
 def poisoned_output(problem) -> torch.Tensor:
-    """An output buffer full of NaN (e4m3fn 0x7F): any element the kernel fails to write shows as a mismatch."""
+    """An output buffer full of POISON."""
     shape = (problem.tokens, problem.case.model.n // 2)
-    return torch.full(shape, 0x7F, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
+    return torch.full(shape, POISON, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
 
 
 def assert_same_bytes(out: torch.Tensor, expected: torch.Tensor, what: str = "") -> None:

@@ -4,7 +4,7 @@ allowance against a baseline from another GPU of the model (judge, directly); th
 committed baselines themselves, against the cases the nightly gate measures."""
 
 import json
-import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -273,34 +273,35 @@ def test_bad_threshold_option_is_a_usage_error(pytester, text, plugins):
 
 
 class _ScriptedClock:
-    """The gate's timer on a clock that only the timed calls advance: each call takes `seconds(call number)`."""
+    """The gate's timer on a clock that only the timed calls advance: each call of round r (the first round 0) takes
+    `seconds(r)`."""
 
-    def __init__(self, seconds):
-        self.now, self.calls, self.seconds = 0.0, 0, seconds
+    def __init__(self, seconds, iterations: int):
+        self.now, self.calls, self.seconds, self.iterations = 0.0, 0, seconds, iterations
 
     def timer(self) -> float:
         return self.now
 
     def call(self):
+        self.now += self.seconds(self.calls // self.iterations)
         self.calls += 1
-        self.now += self.seconds(self.calls)
 
 
 def test_sustained_timing_spans_its_window_and_reads_the_median(monkeypatch):
-    """Rounds sized from one timed round to span the warm-up and the window, and the median round read. The times
-    are binary fractions of a second, so every sum and count is exact (no wall clock: no load can move them)."""
+    """Rounds sized from one timed round to span the warm-up and the window, and the median round read: every round
+    takes its own time, so the minimum, a mean or an unsorted middle round read instead would differ. The times are
+    binary fractions of a second, so every sum and count is exact (no wall clock: no load can move them)."""
     monkeypatch.setattr(benchmarking, "WARMUP_S", 0.25)
-    monkeypatch.setattr(benchmarking, "WINDOW_S", 1.0)
-    steady = _ScriptedClock(lambda call: 1 / 128)  # 2 calls a round: 1/64 s
-    monkeypatch.setattr(benchmarking, "cuda_timer", steady.timer)
-    assert benchmarking.sustained_rounds(steady.call, iterations=2) == (16, 64)
-    # a quarter of the rounds 10x slower (the clock's dips): the median is the fast rounds', where a mean is not
-    bursty = _ScriptedClock(lambda call: 10 / 128 if (call - 1) // 2 % 4 == 0 else 1 / 128)
-    monkeypatch.setattr(benchmarking, "cuda_timer", bursty.timer)
-    assert benchmarking.sustained_seconds(bursty.call, iterations=2) == 1 / 128
-    sizing = 2 * 10 / 128  # the first round, the one that sizes the run, is a slow one
-    warmup, rounds = math.ceil(0.25 / sizing), max(benchmarking.MIN_ROUNDS, math.ceil(1.0 / sizing))
-    assert bursty.calls == 2 * (1 + warmup + rounds) and rounds == benchmarking.MIN_ROUNDS
+    monkeypatch.setattr(benchmarking, "WINDOW_S", 65 / 64)
+    call_seconds = lambda r: (1 + 7 * r % 31) / 128  # round 0, the sizing one: 1/128 a call
+    clock = _ScriptedClock(call_seconds, iterations=2)
+    monkeypatch.setattr(benchmarking, "cuda_timer", clock.timer)
+    assert benchmarking.sustained_rounds(clock.call, iterations=2) == (16, 65)  # from a round of 1/64 s
+    clock.calls = 0
+    warmup, rounds = 16, 65
+    timed = [call_seconds(r) for r in range(1 + warmup, 1 + warmup + rounds)]
+    assert benchmarking.sustained_seconds(clock.call, iterations=2) == statistics.median(timed)
+    assert clock.calls == 2 * (1 + warmup + rounds)
 
 
 def _local_rows(case) -> int:

@@ -10,7 +10,7 @@ import functools
 
 import pytest
 import torch
-from _outputs import assert_launches_alike, assert_same_bytes, poisoned_output
+from _outputs import POISON, assert_launches_alike, assert_same_bytes, poisoned_output
 from _plans import (
     BULK_PLAN,
     DECODE_PLANS,
@@ -496,7 +496,7 @@ def test_hot_slices_in_a_graph_and_on_a_callers_stream(params, sm90, weights):
     with torch.cuda.graph(graph):
         bmm1.run_problem(problem, weights, out, config=HOT_PLAN)
     for replay in range(2):
-        out.view(torch.uint8).fill_(0x7F)
+        out.view(torch.uint8).fill_(POISON)
         graph.replay()
         torch.cuda.synchronize()
         check_against(expected, out, tolerance, f"replay {replay}")

@@ -126,7 +126,7 @@ def test_layout_fp8_without_the_fast_precision_is_a_usage_error(pytester, precis
 
 def test_the_plugins_tiers_are_the_kernels_capabilities():
     """A GPU tier is a capability the product has a kernel for, and every kernel has a tier: the gpu marker's skip
-    and --gpu auto's refusal are then the only guards a kernel test needs (the plugin imports no kernel module)."""
+    and --gpu auto's refusal are then the only guards a kernel test needs (the plugin's module imports no kernel)."""
     majors = range(16)
     assert [m for m in majors if m in pytest_plugin.ARCH_BY_MAJOR] == [m for m in majors if bmm1.has_kernel((m, 0))]
     assert not bmm1.has_kernel(None)

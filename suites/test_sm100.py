@@ -17,7 +17,7 @@ from moe_gather import _sm100
 from moe_gather.mxfp4 import dequantize_mxfp4
 
 
-def _random_weights(e=2, n=256, k=320, exponents=range(100, 140)):
+def _random_weights(e=2, n=256, k=320, exponents=(100, 140)):
     return random_mxfp4(e, n, k, exponents)
 
 
@@ -27,7 +27,7 @@ def test_prepared_weights_dequantize_exactly():
 
 
 def test_scale_swizzle_places_each_scale_where_tcgen05_cp_reads_it():
-    w = _random_weights(e=1, n=128, k=256, exponents=range(255))
+    w = _random_weights(e=1, n=128, k=256, exponents=(0, 255))
     swizzled = _sm100.prepare_weights(w).scales.reshape(1, 1, 2, 512)  # [E, row groups of 128, K tiles, bytes]
     for row in (0, 1, 31, 32, 77, 127):
         for block in range(8):
