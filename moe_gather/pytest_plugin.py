@@ -251,15 +251,18 @@ def pytest_configure(config):
         config.stash[_THRESHOLDS] = benchmarking.Thresholds.parse(thresholds)
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
-    if not gate_on(config):
+    gated = gate_on(config)
+    if not gated:
         given = [f"--{name.replace('_', '-')}" for name in _GATE_OPTIONS if config.getoption(name) is not None]
         if given:
             raise pytest.UsageError(f"{', '.join(given)}: the throughput gate is off here (ini moe_gather_gate)")
     _pin_xdist_worker_gpu(config)
     target = config.stash[_TARGET] = resolve_target(config.getoption("gpu"), detect_gpu())
     config.stash[_GATE] = None
-    if gate_on(config) and config.pluginmanager.hasplugin("benchmark"):
-        _configure_benchmarks(config, target)
+    if gated:  # its hooks into pytest-benchmark exist only here: where the gate is off, none of them run
+        config.pluginmanager.register(_GateHooks(), "moe_gather_gate")
+        if config.pluginmanager.hasplugin("benchmark"):
+            _configure_benchmarks(config, target)
 
 
 _GATE_OPTIONS = ("regression_threshold", "baselines_dir")  # the gate's own: a usage error where it is off
@@ -342,52 +345,49 @@ def _stored_baseline(storage: str, compare, device: str | None) -> benchmarking.
     return benchmarking.baseline_from(selected, device, str(files))
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_benchmark_compare_machine_info(config, benchmarksession, machine_info, compared_benchmark):
-    """pytest-benchmark's check of the file it compares with: one from another device is a usage error (its own
-    check only warns, and warns on any difference of host details)."""
-    if not gate_on(config):
-        return
-    recorded = (compared_benchmark.get("machine_info") or {}).get("moe_gather", {}).get("device")
-    device = config.stash[_TARGET].measured or "cpu"
-    if recorded is not None and recorded != device:  # no record at all: the gate's loader refuses the file by name
-        raise pytest.UsageError(
-            f"--benchmark-compare: the baseline in {benchmarksession.storage} was measured on {recorded}, "
-            f"this run is on {device}"
-        )
-
-
 def _measured_gpu(target: GpuTarget) -> str | None:
     """The UUID of the GPU whose benchmarks this run measures; None on the cpu tier."""
     return benchmarking.gpu_uuid() if target.measured is not None else None
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_benchmark_update_machine_info(config, machine_info):
-    """Record the device in every saved benchmark file: the gate refuses a baseline from another model, and allows
-    more slowdown against one from another GPU of the model (benchmarking.OTHER_GPU_PCT)."""
-    if not gate_on(config):
-        return
-    target = config.stash[_TARGET]
-    on_gpu = target.measured is not None
-    machine_info["moe_gather"] = {
-        "device": target.measured or "cpu",
-        "gpu_uuid": _measured_gpu(target),
-        "capability": list(target.capability) if on_gpu else None,
-        "driver": _driver_version() if on_gpu else None,
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-    }
+class _GateHooks:
+    """The throughput gate's hooks, registered by pytest_configure where the gate is on."""
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_benchmark_compare_machine_info(self, config, benchmarksession, machine_info, compared_benchmark):
+        """pytest-benchmark's check of the file it compares with: one from another device is a usage error (its own
+        check only warns, and warns on any difference of host details)."""
+        recorded = (compared_benchmark.get("machine_info") or {}).get("moe_gather", {}).get("device")
+        device = config.stash[_TARGET].measured or "cpu"
+        if recorded is not None and recorded != device:  # no record at all: the gate's loader refuses the file by name
+            raise pytest.UsageError(
+                f"--benchmark-compare: the baseline in {benchmarksession.storage} was measured on {recorded}, "
+                f"this run is on {device}"
+            )
 
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_sessionfinish(session, exitstatus):
-    """Refuse to save a baseline from a run in which anything failed (before pytest-benchmark saves)."""
-    bench = getattr(session.config, "_benchmarksession", None)
-    if bench is not None and gate_on(session.config) and (bench.save or bench.autosave) and session.testsfailed:
-        bench.save = bench.autosave = None
-        session.config.stash[_REFUSED] = session.testsfailed
-    yield
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_benchmark_update_machine_info(self, config, machine_info):
+        """Record the device in every saved benchmark file: the gate refuses a baseline from another model, and allows
+        more slowdown against one from another GPU of the model (benchmarking.OTHER_GPU_PCT)."""
+        target = config.stash[_TARGET]
+        on_gpu = target.measured is not None
+        machine_info["moe_gather"] = {
+            "device": target.measured or "cpu",
+            "gpu_uuid": _measured_gpu(target),
+            "capability": list(target.capability) if on_gpu else None,
+            "driver": _driver_version() if on_gpu else None,
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+        }
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        """Refuse to save a baseline from a run in which anything failed (before pytest-benchmark saves)."""
+        bench = getattr(session.config, "_benchmarksession", None)
+        if bench is not None and (bench.save or bench.autosave) and session.testsfailed:
+            bench.save = bench.autosave = None
+            session.config.stash[_REFUSED] = session.testsfailed
+        yield
 
 
 @pytest.fixture
