@@ -10,6 +10,10 @@
                                           # layers run between two calls of this one: the kernel at both precisions,
                                           # the decode tile, the peer, the vendor anchor and a plain read of the
                                           # same bytes, each on rotated copies of its weights, 20+ calls a graph
+    python3 tools/decode_floor.py gate-reads [--json out.json]
+                                          # the bar's cases (up to 16 rows per slice) timed as the gate times them:
+                                          # the kernel at both precisions and a plain read of each case's roofline
+                                          # bytes on its best of READS_GRIDS, each as % of roofline
     python3 tools/decode_floor.py cold-forms --cases zipf-decode-bs1,... --forms "table;num_stages=8;..." [--json F]
                                           # the fast table's tile with fields replaced, cold as above, each form's
                                           # output against the table's byte for byte
@@ -35,7 +39,16 @@ from moe_gather._table import parse_fields
 from moe_gather.bench import VendorWeights, measure_ceilings, vendor_call
 from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.mxfp4 import MXFP4Weights
-from moe_gather.problem import DECODE_BATCHES, MODELS, Case, ExpertParams, make_expert_params, make_problem
+from moe_gather.problem import (
+    DECODE_BATCHES,
+    MODELS,
+    Case,
+    ExpertParams,
+    batch_sizes,
+    cases,
+    make_expert_params,
+    make_problem,
+)
 
 CALLS = 20  # calls captured in one graph
 
@@ -212,6 +225,47 @@ def cold(argv):
                                "calls": CALLS, "rows": rows}, f, indent=1)  # fmt: skip
 
 
+READS_GRIDS = (528, 1056, 2112)  # the plain reader's grids in gate-reads; a case takes its fastest
+
+
+def gate_reads(argv):
+    parser = argparse.ArgumentParser(prog="tools/decode_floor.py gate-reads")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    model = MODELS["gpt-oss-120b"]
+    ceilings = measure_ceilings()
+    params = make_expert_params(model, "cuda")
+    kernels = {p: bmm1.prepare_weights(params.weights, precision=p) for p in ("fast", "accurate")}
+    one = torch.zeros(1, device="cuda", dtype=torch.int32)
+    empty_us = suite_us(partial(_nothing[(1,)], one))
+    print(f"ceilings: read {ceilings['read_bw'] / 1e12:.2f} TB/s; empty kernel {empty_us:.2f} us a call", flush=True)
+    rows = []
+    for case in cases(batches=batch_sizes(model), decode=True):
+        problem = make_problem(case, "cuda", params)
+        if not problem.tokens or problem.tokens > 16 * model.local_experts:  # the bar's: up to 16 rows per slice
+            continue
+        row = {"case": case.id, "tokens": problem.tokens, "active_experts": problem.active_experts(),
+               "bytes": problem.bytes(), "roof_us": problem.bytes() / ceilings["read_bw"] * 1e6}  # fmt: skip
+        for precision, weights in kernels.items():
+            row[f"{precision}_us"] = suite_us(partial(bmm1.run_problem, problem, weights))
+        words = torch.randint(0, 1 << 20, (-(-problem.bytes() // 4),), device="cuda", dtype=torch.int32)
+        reads = {}
+        for programs in READS_GRIDS:
+            sums = torch.empty(programs, device="cuda", dtype=torch.int32)
+            reads[programs] = suite_us(partial(triton_read, words, sums, -(-words.numel() // programs)))
+        row["read_programs"] = min(reads, key=reads.get)
+        row["read_us"] = reads[row["read_programs"]]
+        rows.append(row)
+        print("  ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+        if args.json:  # after every case: a run cut short keeps what it measured
+            with open(args.json, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "ceilings": ceilings, "empty_us": empty_us,
+                           "rows": rows}, f, indent=1)  # fmt: skip
+    for key in ("fast_us", "accurate_us", "read_us"):
+        share = math.exp(sum(math.log(r["roof_us"] / r[key]) for r in rows) / len(rows))
+        print(f"{key.removesuffix('_us')}: {share:.1%} of roofline in geometric mean, {len(rows)} cases", flush=True)
+
+
 def cold_forms(argv):
     parser = argparse.ArgumentParser(prog="tools/decode_floor.py cold-forms")
     parser.add_argument("--cases", required=True, help="gpt-oss-120b case names, comma-separated")
@@ -247,5 +301,7 @@ if __name__ == "__main__":
         cold(sys.argv[2:])
     elif sys.argv[1] == "cold-forms":
         cold_forms(sys.argv[2:])
+    elif sys.argv[1] == "gate-reads":
+        gate_reads(sys.argv[2:])
     else:
         {"floor": floor, "reads": reads, "splits": splits}[sys.argv[1]]()
