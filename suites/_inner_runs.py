@@ -8,6 +8,7 @@ import pytest
 
 ENABLED = 'pytest_plugins = ("moe_gather.pytest_plugin",)\n'  # the inner runs enable the plugin as this repository does
 GATE_ON = "[pytest]\nmoe_gather_gate = true\n"  # and turn its throughput gate on, as pyproject.toml does
+H200 = ("NVIDIA H200", (9, 0))  # what detect_gpu returns on an H200: a GPU tier faked by name and capability
 
 
 @pytest.fixture(autouse=True)

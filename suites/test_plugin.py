@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from _inner_runs import _plugin_enabled, needs_pytest_benchmark  # noqa: F401 (fixtures)
+from _inner_runs import H200, _plugin_enabled, needs_pytest_benchmark  # noqa: F401 (fixtures)
 
 from moe_gather import bmm1, pytest_plugin
 from moe_gather.problem import DECODE_BATCHES, MODELS, PARAMS, MoEModel, batch_sizes, cases
@@ -161,18 +161,17 @@ def test_report_header_names_the_stack(pytester):
 
 
 def test_resolve_target():
-    h200 = ("NVIDIA H200", (9, 0))
-    assert pytest_plugin.resolve_target("auto", h200).tier == "hopper"
+    assert pytest_plugin.resolve_target("auto", H200).tier == "hopper"
     assert pytest_plugin.resolve_target("auto", ("B200", (10, 0))).tier == "blackwell"
     assert pytest_plugin.resolve_target("auto", None).why_cpu == "no CUDA device"
     with pytest.raises(pytest.UsageError, match=r"--gpu auto: moe-gather has no kernel for A100 \(sm_80\)"):
         pytest_plugin.resolve_target("auto", ("A100", (8, 0)))
-    assert pytest_plugin.resolve_target("cpu", h200).tier == "cpu"
+    assert pytest_plugin.resolve_target("cpu", H200).tier == "cpu"
     # benchmarks and baselines belong to the tier measured: --gpu cpu on a GPU machine gates against baselines/cpu
-    assert pytest_plugin.resolve_target("cpu", h200).measured is None
-    assert pytest_plugin.resolve_target("auto", h200).measured == "NVIDIA H200"
+    assert pytest_plugin.resolve_target("cpu", H200).measured is None
+    assert pytest_plugin.resolve_target("auto", H200).measured == "NVIDIA H200"
     with pytest.raises(pytest.UsageError, match=r"found NVIDIA H200 \(sm_90\)"):
-        pytest_plugin.resolve_target("blackwell", h200)
+        pytest_plugin.resolve_target("blackwell", H200)
 
 
 def test_xdist_workers_take_one_gpu_each(monkeypatch):
@@ -312,7 +311,7 @@ def test_case_cache_keeps_what_it_has_when_an_entry_cannot_fit():
 def test_each_precision_and_layout_compares_against_its_own_folder(pytester, monkeypatch, args, folder):
     """On a GPU tier the gate reads baselines/<gpu>[-precision][-layout]: with none stored there, --benchmark-compare
     is a usage error naming that folder (an H200 faked by its name and capability; nothing runs on it)."""
-    monkeypatch.setattr(pytest_plugin, "detect_gpu", lambda: ("NVIDIA H200", (9, 0)))
+    monkeypatch.setattr(pytest_plugin, "detect_gpu", lambda: H200)
     pytester.makepyfile(test_cases=CASE_TEST)
     result = pytester.runpytest("--benchmark-compare", "--baselines-dir", str(pytester.path / "none"), *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _inner_runs import _not_an_xdist_worker, needs_pytest_benchmark  # noqa: F401 (fixtures)
+from _inner_runs import H200, _not_an_xdist_worker, needs_pytest_benchmark  # noqa: F401 (fixtures)
 
 UNRELATED = """
 import time
@@ -90,10 +90,10 @@ def test_a_project_that_enables_the_plugin_keeps_its_case_and_its_benchmarks(pyt
     refused.stderr.fnmatch_lines(["*--regression-threshold*the throughput gate is off here (ini moe_gather_gate)*"])
 
 
-FAKE_H200 = """
+FAKE_H200 = f"""
 from moe_gather import pytest_plugin
 
-pytest_plugin.detect_gpu = lambda: ("NVIDIA H200", (9, 0))  # a GPU tier, faked by name and capability
+pytest_plugin.detect_gpu = lambda: {H200!r}
 """
 
 
