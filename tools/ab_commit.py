@@ -54,7 +54,7 @@ def _forced(fields, fn, *args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base", help="a folder holding the base commit's moe_gather/")
-    parser.add_argument("cases", help="comma-separated, e.g. uniform-bs128,zipf-bs2048 (of --model)")
+    parser.add_argument("cases", help="comma-separated, e.g. uniform-bs128,zipf-decode-bs8 (of --model)")
     parser.add_argument("--rounds", type=int, default=4)  # even: each side first as often
     parser.add_argument("--json", default=None)
     parser.add_argument("--precision", choices=bmm1.PRECISIONS, default=None, help="default: prepare_weights'")
@@ -73,10 +73,9 @@ def main():
         setups[side] = (kernel, problems, model, params, weights)
     rows = []
     for name in args.cases.split(","):
-        routing, batch = name.split("-bs")
         runs, outs = {}, {}
         for side, (kernel, problems, model, params, weights) in setups.items():
-            p = problems.make_problem(problems.Case(model, routing, int(batch)), "cuda", params)
+            p = problems.make_problem(problems.Case.named(model, name), "cuda", params)  # zipf-bs8, zipf-decode-bs8
             force = args.new_force if side == "new" else None
             runs[side] = (lambda k=kernel, p=p, w=weights, f=force: _forced(f, k.run_problem, p, w)), p
             outs[side] = runs[side][0]()
