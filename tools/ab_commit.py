@@ -73,9 +73,11 @@ def main():
         setups[side] = (kernel, problems, model, params, weights)
     rows = []
     for name in args.cases.split(","):
+        case = problem.Case.named(problem.MODELS[args.model], name)  # zipf-bs8, zipf-decode-bs8
+        decode = {"decode": True} if case.decode else {}  # a base may predate Case.named, and decode batches
         runs, outs = {}, {}
         for side, (kernel, problems, model, params, weights) in setups.items():
-            p = problems.make_problem(problems.Case.named(model, name), "cuda", params)  # zipf-bs8, zipf-decode-bs8
+            p = problems.make_problem(problems.Case(model, case.routing, case.batch, **decode), "cuda", params)
             force = args.new_force if side == "new" else None
             runs[side] = (lambda k=kernel, p=p, w=weights, f=force: _forced(f, k.run_problem, p, w)), p
             outs[side] = runs[side][0]()

@@ -13,12 +13,17 @@
     python3 tools/decode_floor.py gate-reads [--json out.json]
                                           # the bar's cases (up to 16 rows per slice) timed as the gate times them:
                                           # the kernel at both precisions and a plain read of each case's roofline
-                                          # bytes on its best of READS_GRIDS, each as % of roofline
+                                          # bytes on its fastest of GATE_READ_GRIDS; the geometric means of roofline
+    python3 tools/decode_floor.py dispatch
+                                          # where the block dispatcher puts a grid's programs: a kernel of the first
+                                          # entry's occupancy records each program's multiprocessor; the tiles a
+                                          # multiprocessor gets where the first of a grid's ids hold them
     python3 tools/decode_floor.py cold-forms --cases zipf-decode-bs1,... --forms "table;num_stages=8;..." [--json F]
                                           # the fast table's tile with fields replaced, cold as above, each form's
                                           # output against the table's byte for byte
 
-The fast precision's kernel, gpt-oss-120b. results/h200/fast/decode_floor_*.log hold the H200's figures.
+The fast precision's kernel, gpt-oss-120b. results/h200/fast/decode_floor_*.log, gate_reads.json and decode_cold*.json
+hold the H200's figures.
 """
 
 import argparse
@@ -27,14 +32,17 @@ import json
 import math
 import sys
 from functools import partial
+from statistics import geometric_mean
 
 import torch
 import triton
 import triton.language as tl
 from read_ceiling import triton_read
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
 
 from moe_gather import bmm1, peer
-from moe_gather._sm90 import Sm90Config
+from moe_gather._sm90 import FAST_CONFIGS, Sm90Config
 from moe_gather._table import parse_fields
 from moe_gather.bench import VendorWeights, measure_ceilings, vendor_call
 from moe_gather.benchmarking import graphed, sustained_seconds
@@ -225,7 +233,7 @@ def cold(argv):
                                "calls": CALLS, "rows": rows}, f, indent=1)  # fmt: skip
 
 
-READS_GRIDS = (528, 1056, 2112)  # the plain reader's grids in gate-reads; a case takes its fastest
+GATE_READ_GRIDS = (528, 1056, 2112)  # the plain reader's grids in gate-reads; a case takes its fastest
 
 
 def gate_reads(argv):
@@ -250,7 +258,7 @@ def gate_reads(argv):
             row[f"{precision}_us"] = suite_us(partial(bmm1.run_problem, problem, weights))
         words = torch.randint(0, 1 << 20, (-(-problem.bytes() // 4),), device="cuda", dtype=torch.int32)
         reads = {}
-        for programs in READS_GRIDS:
+        for programs in GATE_READ_GRIDS:
             sums = torch.empty(programs, device="cuda", dtype=torch.int32)
             reads[programs] = suite_us(partial(triton_read, words, sums, -(-words.numel() // programs)))
         row["read_programs"] = min(reads, key=reads.get)
@@ -260,10 +268,52 @@ def gate_reads(argv):
         if args.json:  # after every case: a run cut short keeps what it measured
             with open(args.json, "w") as f:
                 json.dump({"device": torch.cuda.get_device_name(), "ceilings": ceilings, "empty_us": empty_us,
-                           "rows": rows}, f, indent=1)  # fmt: skip
+                           "grids": GATE_READ_GRIDS, "rows": rows}, f, indent=1)  # fmt: skip
     for key in ("fast_us", "accurate_us", "read_us"):
-        share = math.exp(sum(math.log(r["roof_us"] / r[key]) for r in rows) / len(rows))
+        share = geometric_mean([r["roof_us"] / r[key] for r in rows])
         print(f"{key.removesuffix('_us')}: {share:.1%} of roofline in geometric mean, {len(rows)} cases", flush=True)
+
+
+_CLOCK = tl.constexpr("mov.u64 $0, %globaltimer;")
+
+
+@gluon.jit
+def _where(out, spin_ns, REAL, SMEM: gl.constexpr):
+    """Records the program's multiprocessor; the first REAL programs hold it for spin_ns (a tile's time), the rest
+    leave at once (the schedule's empty entries). SMEM bytes of shared memory set the occupancy."""
+    pid = gl.program_id(0)
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    offs = gl.arange(0, 128, layout)
+    held = gl.allocate_shared_memory(gl.int32, [SMEM // 4], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    held.slice(0, 128).store(offs)
+    sm = gl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [offs], dtype=gl.int32, is_pure=False, pack=1)
+    t0 = gl.inline_asm_elementwise(_CLOCK, "=l,r", [offs], dtype=gl.int64, is_pure=False, pack=1)
+    if pid < REAL:
+        elapsed = gl.max(t0 - t0, 0)
+        while elapsed < spin_ns:
+            t = gl.inline_asm_elementwise(_CLOCK, "=l,r", [offs], dtype=gl.int64, is_pure=False, pack=1)
+            elapsed = gl.max(t - t0, 0)
+    gl.store(out + pid + offs, sm, mask=offs == 0)
+
+
+DISPATCH_GRIDS = ((1440, 450), (1440, 360), (540, 270), (1440, 810))  # (programs, tiles first): zipf-bs256's grid, ...
+
+
+def dispatch():
+    config = FAST_CONFIGS[0][1]  # the fast table's first entry: block_m 32 on 4 warps
+    smem = 32 << 10  # shared memory a program: 6 resident a multiprocessor, as the first entry (33.8 KB)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"{torch.cuda.get_device_name()}: {sms} multiprocessors; the first entry {config}", flush=True)
+    for grid, real in DISPATCH_GRIDS:
+        where = torch.full((grid,), -1, dtype=torch.int32, device="cuda")
+        _where[(grid,)](where, 20_000, real, SMEM=smem, num_warps=config.num_warps)
+        where = where.cpu()
+        tiles = torch.bincount(where[:real].long(), minlength=sms)
+        counts = torch.bincount(tiles).tolist()
+        print(f"grid {grid}, tiles first {real}: tiles a multiprocessor {tiles.min()}-{tiles.max()}, "
+              f"multiprocessors by tiles {dict((k, v) for k, v in enumerate(counts) if v)}", flush=True)  # fmt: skip
+        if (grid, real) == DISPATCH_GRIDS[0]:
+            print(f"the first 112 ids' multiprocessors: {where[:112].tolist()}", flush=True)
 
 
 def cold_forms(argv):
@@ -303,5 +353,7 @@ if __name__ == "__main__":
         cold_forms(sys.argv[2:])
     elif sys.argv[1] == "gate-reads":
         gate_reads(sys.argv[2:])
+    elif sys.argv[1] == "dispatch":
+        dispatch()
     else:
         {"floor": floor, "reads": reads, "splits": splits}[sys.argv[1]]()
