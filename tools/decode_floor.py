@@ -205,6 +205,16 @@ def cold_row(case, layers, kernels, vendors, ceilings) -> dict | None:
     return row
 
 
+def _keep(rows: list, row: dict, path: str | None, **header) -> None:
+    """Adds `row` to `rows` and prints it; with `path`, writes the device, `header` and the rows so far as JSON (after
+    every case: a run cut short keeps what it measured)."""
+    rows.append(row)
+    print("  ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+    if path:
+        with open(path, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), **header, "rows": rows}, f, indent=1)
+
+
 def cold(argv):
     parser = argparse.ArgumentParser(prog="tools/decode_floor.py cold")
     parser.add_argument("--batches", default=",".join(map(str, (*DECODE_BATCHES, 128, 256, 512))))
@@ -223,14 +233,8 @@ def cold(argv):
         for batch in map(int, args.batches.split(",")):
             row = cold_row(Case(model, routing, batch, decode=batch in DECODE_BATCHES), layers, kernels, vendors,
                            ceilings)  # fmt: skip
-            if not row:
-                continue
-            rows.append(row)
-            print("  ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
-            if args.json:  # after every case: a run cut short keeps what it measured
-                with open(args.json, "w") as f:
-                    json.dump({"device": torch.cuda.get_device_name(), "ceilings": ceilings, "empty_us": empty_us,
-                               "calls": CALLS, "rows": rows}, f, indent=1)  # fmt: skip
+            if row:
+                _keep(rows, row, args.json, ceilings=ceilings, empty_us=empty_us, calls=CALLS)
 
 
 GATE_READ_GRIDS = (528, 1056, 2112)  # the plain reader's grids in gate-reads; a case takes its fastest
@@ -263,12 +267,7 @@ def gate_reads(argv):
             reads[programs] = suite_us(partial(triton_read, words, sums, -(-words.numel() // programs)))
         row["read_programs"] = min(reads, key=reads.get)
         row["read_us"] = reads[row["read_programs"]]
-        rows.append(row)
-        print("  ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
-        if args.json:  # after every case: a run cut short keeps what it measured
-            with open(args.json, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(), "ceilings": ceilings, "empty_us": empty_us,
-                           "grids": GATE_READ_GRIDS, "rows": rows}, f, indent=1)  # fmt: skip
+        _keep(rows, row, args.json, ceilings=ceilings, empty_us=empty_us, grids=GATE_READ_GRIDS)
     for key in ("fast_us", "accurate_us", "read_us"):
         share = geometric_mean([r["roof_us"] / r[key] for r in rows])
         print(f"{key.removesuffix('_us')}: {share:.1%} of roofline in geometric mean, {len(rows)} cases", flush=True)
