@@ -44,7 +44,7 @@ from triton.experimental.gluon import language as gl
 from moe_gather import bmm1, peer
 from moe_gather._sm90 import FAST_CONFIGS, Sm90Config
 from moe_gather._table import parse_fields
-from moe_gather.bench import VendorWeights, measure_ceilings, vendor_call
+from moe_gather.bench import VendorWeights, measure_ceilings, time_kernel, vendor_call
 from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.mxfp4 import MXFP4Weights
 from moe_gather.problem import (
@@ -256,10 +256,11 @@ def gate_reads(argv):
         problem = make_problem(case, "cuda", params)
         if not problem.tokens or problem.tokens > 16 * model.local_experts:  # the bar's: up to 16 rows per slice
             continue
+        # the kernel timed, and its roofline taken, as the gate's (moe_gather.bench)
+        timed = {precision: time_kernel(problem, weights, ceilings) for precision, weights in kernels.items()}
         row = {"case": case.id, "tokens": problem.tokens, "active_experts": problem.active_experts(),
-               "bytes": problem.bytes(), "roof_us": problem.bytes() / ceilings["read_bw"] * 1e6}  # fmt: skip
-        for precision, weights in kernels.items():
-            row[f"{precision}_us"] = suite_us(partial(bmm1.run_problem, problem, weights))
+               "bytes": problem.bytes(), "roof_us": timed["fast"]["roof_us"]}  # fmt: skip
+        row |= {f"{precision}_us": t["us"] for precision, t in timed.items()}
         words = torch.randint(0, 1 << 20, (-(-problem.bytes() // 4),), device="cuda", dtype=torch.int32)
         reads = {}
         for programs in GATE_READ_GRIDS:
