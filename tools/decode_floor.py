@@ -13,7 +13,8 @@
     python3 tools/decode_floor.py gate-reads [--json out.json]
                                           # the bar's cases (up to 16 rows per slice) timed as the gate times them:
                                           # the kernel at both precisions and a plain read of each case's roofline
-                                          # bytes on its fastest of GATE_READ_GRIDS; the geometric means of roofline
+                                          # bytes on its fastest of GATE_READ_GRIDS; their geometric means as % of
+                                          # roofline
     python3 tools/decode_floor.py dispatch
                                           # where the block dispatcher puts a grid's programs: a kernel of the first
                                           # entry's occupancy records each program's multiprocessor; the tiles a
@@ -296,7 +297,9 @@ def _where(out, spin_ns, REAL, SMEM: gl.constexpr):
     gl.store(out + pid + offs, sm, mask=offs == 0)
 
 
-DISPATCH_GRIDS = ((1440, 450), (1440, 360), (540, 270), (1440, 810))  # (programs, tiles first): zipf-bs256's grid, ...
+# (programs, tiles first): 16 schedule entries of 90 programs with 5, 4 or 9 experts' tiles first (zipf-bs256's
+# grid is the first), and 6 entries with 3
+DISPATCH_GRIDS = ((1440, 450), (1440, 360), (540, 270), (1440, 810))
 
 
 def dispatch():
