@@ -18,6 +18,7 @@ bit-identical. Against a copy of its own package this tree's side measures about
 """
 
 import argparse
+import gzip
 import importlib.util
 import json
 import os
@@ -103,8 +104,9 @@ def main():
               f"{times['base'] / times['new']:.3f}x  bitwise base {agree['base'].bitwise_equal_fraction:.4%} "
               f"new {agree['new'].bitwise_equal_fraction:.4%}  worst ulp {agree['base'].max_ulp:g}/"
               f"{agree['new'].max_ulp:g}  identical {identical}  same inputs {same_inputs}", flush=True)  # fmt: skip
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+    if args.json:  # gzip-compressed where the name ends in .gz
+        with gzip.open(args.json, "wt") if args.json.endswith(".gz") else open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

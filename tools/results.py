@@ -566,7 +566,7 @@ def _config_sweep(name: str, table_ends: bool = False, ends: str = "the table's 
 def _sweep_by_case(name: str) -> dict[str, list[dict]]:
     """A sweep's rows (tools/sweep_sm90.py --json) by case, each case's in the order run."""
     by_case: dict[str, list[dict]] = {}
-    for r in json.loads((FAST / name).read_text()):
+    for r in json.loads(_log(FAST / name)):  # gzip-compressed where the name ends in .gz
         by_case.setdefault(r["case"], []).append(r)
     return by_case
 
@@ -614,7 +614,7 @@ def _halves_from() -> str:
         f"(`ab_20b_192.json`: `... {','.join(r['case'] for r in ab_20b)} --model gpt-oss-20b --new-force "
         f"{_force_fields(dataclasses.replace(FAST_CONFIGS[-2][1], hot_at=0), WS_HALVES)}`, .peers/base this tree's "
         "moe_gather). The 256-token "
-        "tile's sweep (`sweep_one_half_mid.json`):"
+        "tile's sweep (`sweep_one_half_mid.json.gz`):"
     )
 
 
@@ -752,7 +752,7 @@ def _halves() -> list[str]:
     drift = [runs[-1]["us"] / runs[0]["us"] for runs in fp8_runs]
     mid_w128 = [_over_ends(runs, 1) for runs in _sweep_runs("sweep_halves_mid.json", 3)]
     mid = {runs[0]["case"]: (runs[1]["us"] + runs[3]["us"]) / (runs[0]["us"] + runs[2]["us"])
-           for runs in _sweep_runs("sweep_one_half_mid.json", 4)}  # fmt: skip
+           for runs in _sweep_runs("sweep_one_half_mid.json.gz", 4)}  # fmt: skip
     ab = _ab_rows("ab_one_half.json")
     ab_ratio = [r["new_us"] / r["base_us"] for r in ab]
     wins = [f"{case} {ratio:.3f}x" for case, ratio in mid.items() if ratio < 1]
@@ -778,14 +778,15 @@ def _halves() -> list[str]:
         "At 90-192 rows per slice (the 13 gate cases there), against the block_m 64 entry (`table` in the sweeps "
         "below: the table's choice on all 13 when they ran, its bound then 192): the 256-token tile "
         f"takes {min(mid.values()):.3f}x-{max(mid.values()):.3f}x its time (the mean of two "
-        f"runs each, interleaved; under 1.000x at {', '.join(wins) or 'none'}: `sweep_one_half_mid.json`: `--configs "
+        f"runs each, interleaved; under 1.000x at {', '.join(wins) or 'none'}: `sweep_one_half_mid.json.gz`: "
+        "`--configs "
         f'"table;{fields};table;{fields}"`), the 128-token tile on the packed words {min(mid_w128):.3f}x-'
         f"{max(mid_w128):.3f}x (`sweep_halves_mid.json`: `--configs "
         f'"table;{_force_fields(dataclasses.replace(WS_HALVES, block_m=128, num_stages=5))};table"`, its runs '
         "from a sweep that also ran the 256-token tile's earlier form after the first, those rows since replaced by "
-        "`sweep_one_half_mid.json`). " + _halves_from(),
+        "`sweep_one_half_mid.json.gz`). " + _halves_from(),
         "",
-        *_config_sweep("sweep_one_half_mid.json"),
+        *_config_sweep("sweep_one_half_mid.json.gz"),
         "",
         "The 128-token tile:",
         "",
@@ -818,7 +819,7 @@ def _decode_rows() -> str:
     rows = {}
     for name in ("decode_fast_120b", "decode_fast_20b"):
         model = name.split("_")[-1]
-        rows |= {f"{model} {r['case']}": r["tokens"] for r in json.loads((FAST / f"sweep_{name}.json").read_text())}
+        rows |= {f"{model} {r['case']}": r["tokens"] for r in json.loads(_log(FAST / f"sweep_{name}.json.gz"))}
     return ", ".join(f"{case} {n}" for case, n in rows.items())
 
 
@@ -1223,10 +1224,10 @@ def _bounds() -> list[str]:
 
 
 def _k_splits() -> list[str]:
-    """k_splits: the sweep (sweep_k_splits.json), decode device times (decode_floor_splits.log), where one decode
+    """k_splits: the sweep (sweep_k_splits.json.gz), decode device times (decode_floor_splits.log), where one decode
     launch's warps spend their time (the ncu_uniform-bs2*.csv.gz source pages), its GPU tests and sanitizers."""
     times: dict[str, dict[int, float]] = {}
-    for row in json.loads((FAST / "sweep_k_splits.json").read_text()):
+    for row in json.loads(_log(FAST / "sweep_k_splits.json.gz")):
         times.setdefault(row["case"], {})[row["k_splits"]] = row["us"]
     splits = sorted({s for row in times.values() for s in row})
     sweep = [
@@ -1252,7 +1253,7 @@ def _k_splits() -> list[str]:
     return [
         "Each tile's K tiles split between programs, the last to finish adding their sums (`Sm90Config.k_splits`; "
         "the table takes it for calls of at most 4 rows, `DECODE_SPLITS`), on the fast table's first entry. Suite "
-        "timing, us (`sweep_k_splits.json`: "
+        "timing, us (`sweep_k_splits.json.gz`: "
         '`python tools/sweep_sm90.py --precision fast --cases ... --configs "E0;E0,k_splits=2;..." --json ...`, E0 '
         "the entry's fields):",
         "",
@@ -1420,23 +1421,23 @@ def fast() -> str:
         "",
         *_config_sweep("sweep_boundary_large.json"),
         "",
-        "- `sweep_tail32.json`, 40-227 rows per slice: the block_m 64 entry's tail rows 16 (run first and last) "
+        "- `sweep_tail32.json.gz`, 40-227 rows per slice: the block_m 64 entry's tail rows 16 (run first and last) "
         "against 32, at 128 registers and uncapped:",
         "",
-        *_config_sweep("sweep_tail32.json"),
+        *_config_sweep("sweep_tail32.json.gz"),
         "",
         "- `sweep_m64_overlap.json`, 40-227 rows per slice: the block_m 64 entry (run first and last) against its "
         "tile with K tiles in pairs or chunks of four (overlap_tiles 2, 4; no tail rows):",
         "",
         *_config_sweep("sweep_m64_overlap.json"),
         "",
-        "- `sweep_m16_capped.json`, decode and up to 32 rows per slice: the first entry (run first and last; 2 K "
+        "- `sweep_m16_capped.json.gz`, decode and up to 32 rows per slice: the first entry (run first and last; 2 K "
         "splits up to 4 rows) against block_m 16 on 4 stages at 64 or 72 registers (8 or 7 programs a "
         "multiprocessor, 6 for the entry; a slice of 17-32 rows takes two tiles):",
         "",
-        *_config_sweep("sweep_m16_capped.json", table_ends=True),
+        *_config_sweep("sweep_m16_capped.json.gz", table_ends=True),
         "",
-        "Decode: calls of 1-16 rows (`sweep_decode_*.json`, the words alone: `--layouts mxfp4`), the first entry "
+        "Decode: calls of 1-16 rows (`sweep_decode_*.json.gz`, the words alone: `--layouts mxfp4`), the first entry "
         "(run first and last) against its K tiles split between programs (k_splits) and, fast only, the "
         "warp-specialized tile's split_k form; the table splits calls of at most 4 rows (`DECODE_SPLITS`). Rows of "
         "each case: " + _decode_rows() + ".",
@@ -1444,7 +1445,7 @@ def fast() -> str:
         *(
             line
             for name in ("decode_fast_120b", "decode_fast_20b", "decode_accurate_120b", "decode_accurate_20b")
-            for line in (f"- `sweep_{name}.json`:", "", *_config_sweep(f"sweep_{name}.json"), "")
+            for line in (f"- `sweep_{name}.json.gz`:", "", *_config_sweep(f"sweep_{name}.json.gz"), "")
         ),
         "## The fp8 layout",
         "",
@@ -1541,13 +1542,13 @@ def fast() -> str:
         *_config_sweep("sweep_persistent.json"),
         "",
         "The warp-specialized tile on the fp8 layout (docs/sm90.md), its forms against `FP8_CHUNKS` run first, each "
-        "set run twice in one process, us (`sweep_ws_fp8.json`: `python tools/sweep_sm90.py --precision fast "
+        "set run twice in one process, us (`sweep_ws_fp8.json.gz`: `python tools/sweep_sm90.py --precision fast "
         "--layouts fp8 --cases uniform-bs31744,uniform-bs16384,uniform-bs8192,zipf-bs16384,zipf-bs6144 --configs "
         '"E;W;W,num_stages=5,persistent=1;W,bulk_weights=1;W,bulk_weights=1,num_stages=5,persistent=1;'
         'W,bulk_weights=1,lag=1,num_stages=5,persistent=1;E;..." --json ...`, E the fields of `FP8_CHUNKS`, W '
         "`block_m=128,num_stages=4,num_warps=8,narrow_last_tile=2,warp_specialized=1,fp8_layout=1`):",
         "",
-        *_config_sweep("sweep_ws_fp8.json"),
+        *_config_sweep("sweep_ws_fp8.json.gz"),
         "",
         "The table's entry (`FP8_WS`) against `FP8_CHUNKS` and against itself in chunks of four K tiles, on the "
         "smallest and largest cases it takes under each routing, twice (`sweep_ws_entry.json`: `--cases "

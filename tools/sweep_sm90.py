@@ -10,6 +10,7 @@ one line per (case, config). List configs twice ('A;B;A;B') to interleave them.
 """
 
 import argparse
+import gzip
 import json
 import os
 from dataclasses import asdict, replace
@@ -136,11 +137,13 @@ def main():
 
 
 def _save(rows: list[dict], path: str | None) -> None:
-    """The rows so far as JSON at `path` (none: nothing), replaced whole: a run killed mid-write leaves the last."""
+    """The rows so far as JSON at `path` (none: nothing; gzip-compressed where it ends in .gz), replaced whole: a run
+    killed mid-write leaves the last."""
     if path:
-        with open(f"{path}.part", "w") as f:
+        part = f"{path}.part"
+        with gzip.open(part, "wt") if path.endswith(".gz") else open(part, "w") as f:  # a .gz name: compressed
             json.dump(rows, f, indent=1)
-        os.replace(f"{path}.part", path)
+        os.replace(part, path)
 
 
 if __name__ == "__main__":
