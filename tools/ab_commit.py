@@ -18,7 +18,6 @@ bit-identical. Against a copy of its own package this tree's side measures about
 """
 
 import argparse
-import gzip
 import importlib.util
 import json
 import os
@@ -28,7 +27,7 @@ from unittest import mock
 
 import torch
 
-from moe_gather import bmm1, problem
+from moe_gather import accuracy, bmm1, problem
 from moe_gather._sm90_config import FORCE_ENV
 from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.reference import compare_fp8
@@ -104,8 +103,8 @@ def main():
               f"{times['base'] / times['new']:.3f}x  bitwise base {agree['base'].bitwise_equal_fraction:.4%} "
               f"new {agree['new'].bitwise_equal_fraction:.4%}  worst ulp {agree['base'].max_ulp:g}/"
               f"{agree['new'].max_ulp:g}  identical {identical}  same inputs {same_inputs}", flush=True)  # fmt: skip
-    if args.json:  # gzip-compressed where the name ends in .gz
-        with gzip.open(args.json, "wt") if args.json.endswith(".gz") else open(args.json, "w") as f:
+    if args.json:
+        with accuracy._open(args.json, "w") as f:  # gzip-compressed where the name ends in .gz
             json.dump(rows, f, indent=1)
 
 

@@ -67,6 +67,11 @@ def _nothing(out):
     tl.store(out, 1)
 
 
+def empty_call():
+    """A call that launches a kernel doing nothing (one store): the timing method's floor."""
+    return partial(_nothing[(1,)], torch.zeros(1, device="cuda", dtype=torch.int32))
+
+
 def suite_us(fn) -> float:
     """Per call, as the suite times: one graph replay a call, 20 a round."""
     return sustained_seconds(graphed(fn)) * 1e6
@@ -78,8 +83,7 @@ def one_graph_us(fn) -> float:
 
 
 def floor():
-    one = torch.zeros(1, device="cuda", dtype=torch.int32)
-    empty = lambda: _nothing[(1,)](one)
+    empty = empty_call()
     print(f"empty kernel: suite {suite_us(empty):.2f} us, in one graph {one_graph_us(empty):.2f} us", flush=True)
     model = MODELS["gpt-oss-120b"]
     params = make_expert_params(model, "cuda")
@@ -226,8 +230,7 @@ def cold(argv):
     layers = _layers(model)
     kernels = {p: [bmm1.prepare_weights(c.weights, precision=p) for c in layers] for p in ("fast", "accurate")}
     vendors = [VendorWeights(c.weights) for c in layers]
-    one = torch.zeros(1, device="cuda", dtype=torch.int32)
-    empty_us = rotated_us([partial(_nothing[(1,)], one)], 1)
+    empty_us = rotated_us([empty_call()], 1)
     print(f"ceilings: read {ceilings['read_bw'] / 1e12:.2f} TB/s; empty kernel {empty_us:.2f} us a call", flush=True)
     rows = []
     for routing in ("uniform", "zipf"):
@@ -249,8 +252,7 @@ def gate_reads(argv):
     ceilings = measure_ceilings()
     params = make_expert_params(model, "cuda")
     kernels = {p: bmm1.prepare_weights(params.weights, precision=p) for p in ("fast", "accurate")}
-    one = torch.zeros(1, device="cuda", dtype=torch.int32)
-    empty_us = suite_us(partial(_nothing[(1,)], one))
+    empty_us = suite_us(empty_call())
     print(f"ceilings: read {ceilings['read_bw'] / 1e12:.2f} TB/s; empty kernel {empty_us:.2f} us a call", flush=True)
     rows = []
     for case in cases(batches=batch_sizes(model), decode=True):
