@@ -241,7 +241,7 @@ def cold(argv):
                 _keep(rows, row, args.json, ceilings=ceilings, empty_us=empty_us, calls=CALLS)
 
 
-GATE_READ_GRIDS = (528, 1056, 2112)  # the plain reader's grids in gate-reads; a case takes its fastest
+GATE_READ_GRIDS = (132, 264, 528, 1056, 2112, 4224)  # the plain reader's grids in gate-reads; a case takes its fastest
 
 
 def gate_reads(argv):
