@@ -226,7 +226,7 @@ def markdown(data: dict, json_path: str, page_path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _open(path: str, mode: str = "r"):
+def open_run(path: str, mode: str = "r"):
     """A run's JSON file, gzip-compressed where its name ends in .gz (the committed runs are)."""
     return gzip.open(path, mode + "t") if str(path).endswith(".gz") else open(path, mode)
 
@@ -235,7 +235,7 @@ def _merged(paths: list[str]) -> dict:
     """One data set from the JSON of several runs (say one per model): their rows, one summary."""
     parts = []
     for path in paths:
-        with _open(path) as f:
+        with open_run(path) as f:
             parts.append(json.load(f))
     rows = [row for part in parts for row in part["rows"]]
     data = {key: parts[0][key] for key in ("device", "stack")}
@@ -280,7 +280,7 @@ def main(argv=None):
             data["interrupted"] = True
         data["summary"] = summarize(rows)
         if args.json:
-            with _open(args.json, "w") as f:
+            with open_run(args.json, "w") as f:
                 json.dump(data, f, indent=1)
     print(json.dumps(data["summary"], indent=1))
     if args.markdown:

@@ -104,7 +104,7 @@ def main():
               f"new {agree['new'].bitwise_equal_fraction:.4%}  worst ulp {agree['base'].max_ulp:g}/"
               f"{agree['new'].max_ulp:g}  identical {identical}  same inputs {same_inputs}", flush=True)  # fmt: skip
     if args.json:
-        with accuracy._open(args.json, "w") as f:  # gzip-compressed where the name ends in .gz
+        with accuracy.open_run(args.json, "w") as f:  # gzip-compressed where the name ends in .gz
             json.dump(rows, f, indent=1)
 
 

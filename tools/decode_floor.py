@@ -38,7 +38,7 @@ from statistics import geometric_mean
 import torch
 import triton
 import triton.language as tl
-from read_ceiling import triton_read
+from read_ceiling import print_row, triton_read
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
@@ -214,7 +214,7 @@ def _keep(rows: list, row: dict, path: str | None, **header) -> None:
     """Adds `row` to `rows` and prints it; with `path`, writes the device, `header` and the rows so far as JSON (after
     every case: a run cut short keeps what it measured)."""
     rows.append(row)
-    print("  ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+    print_row(row)
     if path:
         with open(path, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), **header, "rows": rows}, f, indent=1)

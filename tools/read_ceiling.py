@@ -34,7 +34,7 @@ def _read(src, out, n, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out + pid, tl.sum(acc))
 
 
-def _print_row(row: dict) -> None:
+def print_row(row: dict) -> None:
     print("  ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
 
 
@@ -70,7 +70,7 @@ def l2_rows(mbytes=16, chunk_kb=256, reps=32):
             seconds = do_bench_cudagraph(read) * 1e-3
             tbps = grid * reps * chunk * 4 / seconds / 1e12
             rows.append({"programs_per_sm": per_sm, "warps": warps, "l2_tbps": tbps, "gbps_per_sm": tbps * 1e3 / sms})
-            _print_row(rows[-1])
+            print_row(rows[-1])
     return rows
 
 
@@ -104,7 +104,7 @@ def main():
             seconds = do_bench_cudagraph(lambda words=words, out=out, chunk=chunk: triton_read(words, out, chunk))
             row[f"triton_{chunk_kb}k_tbps"] = words.numel() * 4 / (seconds * 1e-3) / 1e12
             row[f"triton_{chunk_kb}k_us"] = seconds * 1e3
-        _print_row(row)
+        print_row(row)
         rows.append(row)
         del words, floats
     if args.json:

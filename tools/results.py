@@ -195,7 +195,7 @@ def _not_run(log: Path, cases: str) -> str:
 
 def _log(path: Path) -> str:
     """A log's text, gzip-compressed (.gz) or plain."""
-    with accuracy._open(path) as f:
+    with accuracy.open_run(path) as f:
         return f.read()
 
 

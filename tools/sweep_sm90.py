@@ -10,7 +10,6 @@ one line per (case, config). List configs twice ('A;B;A;B') to interleave them.
 """
 
 import argparse
-import gzip
 import json
 import os
 from dataclasses import asdict, replace
@@ -20,6 +19,7 @@ import torch
 from moe_gather import bmm1
 from moe_gather._sm90 import Sm90Config, runs_as
 from moe_gather._table import parse_fields
+from moe_gather.accuracy import open_run
 from moe_gather.benchmarking import graphed, sustained_seconds
 from moe_gather.problem import MODELS, Case, make_expert_params, make_problem, reference_for
 from moe_gather.reference import assert_close, compare_fp8
@@ -140,8 +140,9 @@ def _save(rows: list[dict], path: str | None) -> None:
     """The rows so far as JSON at `path` (none: nothing; gzip-compressed where it ends in .gz), replaced whole: a run
     killed mid-write leaves the last."""
     if path:
-        part = f"{path}.part"
-        with gzip.open(part, "wt") if path.endswith(".gz") else open(part, "w") as f:  # a .gz name: compressed
+        head, name = os.path.split(path)
+        part = os.path.join(head, f".part-{name}")  # its name ends as the path's: compressed alike
+        with open_run(part, "w") as f:
             json.dump(rows, f, indent=1)
         os.replace(part, path)
 
